@@ -1,0 +1,86 @@
+"""Preparing an invocation: catalog × scene × Profile × conditions → ordered bindings with call names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tooldeck.catalog.catalog import Catalog
+from tooldeck.catalog.profile import Profile, is_pattern, matches
+from tooldeck.catalog.sources import Diagnostic
+from tooldeck.core.descriptors import AvailabilityContext, ToolDescriptor
+from tooldeck.core.errors import ProfileError
+from tooldeck.naming import allocate_one, builtin_call_name, sanitize
+from tooldeck.snapshot.snapshot import Binding
+
+# Names a completion tool of a return-mode child may take later; reserved like builtins.
+ALWAYS_RESERVED = ("task_return",)
+
+
+@dataclass
+class Prepared:
+    bindings: list[Binding]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
+           ctx: AvailabilityContext, diagnostics: list[Diagnostic]) -> list[ToolDescriptor]:
+    """Walk `profile.allow` in order; globs expand in id order; deny, scene and availability filter."""
+    chosen: dict[str, ToolDescriptor] = {}
+    for entry in profile.allow:
+        if is_pattern(entry):
+            hits = [tid for tid in catalog_tools if matches(entry, tid)]
+        elif entry in catalog_tools:
+            hits = [entry]
+        else:
+            diagnostics.append(Diagnostic("tool.not_in_catalog", f"{entry} is not available; the invocation "
+                                          "will use the remaining tools.", entry))
+            continue
+        for tid in hits:
+            if tid in chosen or profile.is_denied(tid):
+                continue
+            descriptor = catalog_tools[tid]
+            if descriptor.is_available(ctx):
+                chosen[tid] = descriptor
+    return list(chosen.values())
+
+
+def apply_override(descriptor: ToolDescriptor, profile: Profile) -> ToolDescriptor:
+    override = profile.descriptions.get(str(descriptor.id))
+    if override is None:
+        return descriptor
+    known = set((descriptor.input_schema.get("properties") or {}).keys())
+    unknown = sorted(set(override.properties) - known)
+    if unknown:
+        raise ProfileError(
+            "tool.description_override_unknown_property",
+            f"descriptions[{descriptor.id}] names unknown properties {unknown}; known: {sorted(known)}",
+        )
+    return descriptor.with_description(
+        override.description if override.description is not None else descriptor.description,
+        override.properties,
+    )
+
+
+def model_name_of(descriptor: ToolDescriptor) -> str:
+    return descriptor.model_name or descriptor.id.name
+
+
+def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protocol: str) -> Prepared:
+    diagnostics = list(catalog.diagnostics())
+    descriptors = [apply_override(d, profile) for d in select(catalog.descriptors(), profile, ctx, diagnostics)]
+
+    used: set[str] = {sanitize(n, protocol).casefold() for n in ALWAYS_RESERVED}
+    fixed: dict[str, str] = {}
+    for d in descriptors:
+        if d.id.kind == "builtin":
+            name = sanitize(builtin_call_name(d.id.name), protocol)
+            fixed[str(d.id)] = name
+            used.add(name.casefold())
+
+    bindings: list[Binding] = []
+    for d in descriptors:
+        tid = str(d.id)
+        name = fixed.get(tid) or allocate_one(model_name_of(d), used, protocol)
+        budget = profile.first_match(profile.max_calls_per_tool, tid)
+        bindings.append(Binding(d, name, budget))
+    return Prepared(bindings, diagnostics)

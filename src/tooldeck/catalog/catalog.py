@@ -1,0 +1,41 @@
+"""The catalog: every source's tools, keyed by stable ToolId."""
+
+from __future__ import annotations
+
+from tooldeck.catalog.sources import Diagnostic, Executable, ToolSource
+from tooldeck.core.descriptors import ToolDescriptor
+from tooldeck.core.errors import TooldeckError
+from tooldeck.core.ids import SourceKind, ToolId
+
+
+class Catalog:
+    def __init__(self, sources: list[ToolSource] | None = None) -> None:
+        self._sources: dict[SourceKind, ToolSource] = {}
+        for source in sources or []:
+            self.add_source(source)
+
+    def add_source(self, source: ToolSource) -> None:
+        if source.kind in self._sources:
+            raise TooldeckError("catalog.source_duplicate", f"a {source.kind} source is already registered")
+        self._sources[source.kind] = source
+
+    def source(self, kind: SourceKind) -> ToolSource | None:
+        return self._sources.get(kind)
+
+    def descriptors(self) -> dict[str, ToolDescriptor]:
+        """All tools by id string, ordered by id; provider namespaces stay distinct."""
+        out: dict[str, ToolDescriptor] = {}
+        for source in self._sources.values():
+            for d in source.descriptors():
+                key = str(d.id)
+                if key in out:
+                    raise TooldeckError("tool.catalog_duplicate_id", f"tool id {key} is offered twice")
+                out[key] = d
+        return dict(sorted(out.items()))
+
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for s in self._sources.values() for d in s.diagnostics()]
+
+    def resolve(self, tool_id: ToolId) -> Executable | None:
+        source = self._sources.get(tool_id.kind)
+        return source.resolve(tool_id) if source else None

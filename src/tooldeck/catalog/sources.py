@@ -1,0 +1,108 @@
+"""The interface every tool source implements (builtin, extension, MCP, script)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tooldeck.core.descriptors import ToolDescriptor
+from tooldeck.core.ids import SourceKind, ToolId
+
+if TYPE_CHECKING:
+    from tooldeck.runtime import Invocation, RunState
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    message: str
+    tool_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "tool_id": self.tool_id}
+
+
+@dataclass(slots=True)
+class TurnState:
+    """The calls of one model turn, so a tool can see its place in the batch."""
+
+    call_names: list[str]
+    failed: list[bool]
+
+    def failed_before(self, index: int) -> list[int]:
+        return [i for i in range(index) if self.failed[i]]
+
+
+@dataclass(slots=True)
+class CallContext:
+    call_id: str
+    tool_id: ToolId
+    call_name: str
+    round: int
+    index: int
+    invocation: Invocation
+    turn: TurnState
+
+    @property
+    def run(self) -> RunState:
+        return self.invocation.run_state
+
+
+@dataclass(frozen=True, slots=True)
+class Executable:
+    """How to run one tool. `fn(args, ctx)` returns a value or an awaitable of one.
+
+    `blocking` marks a sync callable that may block: it runs on a worker thread. A sync callable
+    that is not blocking runs inline on the event loop (the fast path).
+    """
+
+    fn: Callable[[dict[str, Any], CallContext], Any]
+    is_async: bool
+    blocking: bool = False
+
+
+class ToolSource(Protocol):
+    kind: SourceKind
+
+    def descriptors(self) -> Iterable[ToolDescriptor]:
+        """The tools this source offers now (from memory or a disk cache; never waits on a network)."""
+        ...
+
+    def diagnostics(self) -> list[Diagnostic]:
+        ...
+
+    def resolve(self, tool_id: ToolId) -> Executable | None:
+        """The executable for a tool at call time, or None when it is no longer available."""
+        ...
+
+
+@dataclass
+class StaticSource:
+    """A source backed by an in-memory table; the base of the builtin and extension registries."""
+
+    kind: SourceKind
+    _tools: dict[ToolId, tuple[ToolDescriptor, Executable]] = field(default_factory=dict)
+    _diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, descriptor: ToolDescriptor, executable: Executable) -> None:
+        if descriptor.id.kind != self.kind:
+            raise ValueError(f"{descriptor.id} is not a {self.kind} tool")
+        self._tools[descriptor.id] = (descriptor, executable)
+
+    def remove(self, tool_id: ToolId) -> bool:
+        return self._tools.pop(tool_id, None) is not None
+
+    def descriptors(self) -> Iterable[ToolDescriptor]:
+        return [d for d, _ in self._tools.values()]
+
+    def diagnostics(self) -> list[Diagnostic]:
+        return list(self._diagnostics)
+
+    def resolve(self, tool_id: ToolId) -> Executable | None:
+        entry = self._tools.get(tool_id)
+        return entry[1] if entry else None
+
+    def get(self, tool_id: ToolId) -> ToolDescriptor | None:
+        entry = self._tools.get(tool_id)
+        return entry[0] if entry else None

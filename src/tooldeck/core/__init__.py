@@ -1,0 +1,1 @@
+"""Pure domain types: ids, arguments, descriptors, results, errors. No I/O here."""

@@ -1,0 +1,102 @@
+"""ToolDescriptor: what a source says about one tool."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from tooldeck.core.ids import ToolId
+
+Scene = Literal["chat", "session"]
+ALL_SCENES: frozenset[Scene] = frozenset(("chat", "session"))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnnotations:
+    read_only: bool = False
+    mutating: bool = False
+    control: bool = False
+    idempotent: bool = False
+    concurrency_safe: bool = False
+
+    def to_dict(self) -> dict[str, bool]:
+        return {
+            "read_only": self.read_only,
+            "mutating": self.mutating,
+            "control": self.control,
+            "idempotent": self.idempotent,
+            "concurrency_safe": self.concurrency_safe,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> ToolAnnotations:
+        data = data or {}
+        return cls(**{k: bool(data.get(k, False)) for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityContext:
+    """What an availability condition may look at when an invocation is prepared."""
+
+    scene: Scene
+    headless: bool
+    provider: str
+    run_id: str
+
+
+Availability = Callable[[AvailabilityContext], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDescriptor:
+    id: ToolId
+    description: str
+    input_schema: Mapping[str, Any]
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
+    scenes: frozenset[Scene] = ALL_SCENES
+    available: Availability | None = None
+    model_name: str | None = None
+    """The name the source wants the model to see before sanitising (e.g. an extension's `name`)."""
+
+    def is_available(self, ctx: AvailabilityContext) -> bool:
+        return ctx.scene in self.scenes and (self.available is None or bool(self.available(ctx)))
+
+    def with_description(self, description: str, properties: Mapping[str, str] | None = None) -> ToolDescriptor:
+        schema = self.input_schema
+        if properties:
+            props = dict(schema.get("properties") or {})
+            for key, text in properties.items():
+                props[key] = {**props[key], "description": text}
+            schema = {**schema, "properties": props}
+        return replace(self, description=description, input_schema=schema)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": str(self.id),
+            "title": self.title,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "annotations": self.annotations.to_dict(),
+            "scenes": sorted(self.scenes),
+        }
+        if self.output_schema is not None:
+            out["output_schema"] = self.output_schema
+        if self.model_name is not None:
+            out["model_name"] = self.model_name
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolDescriptor:
+        return cls(
+            id=ToolId.parse(data["id"]),
+            title=data.get("title"),
+            description=data.get("description") or "",
+            input_schema=data.get("input_schema") or {"type": "object", "properties": {}},
+            output_schema=data.get("output_schema"),
+            annotations=ToolAnnotations.from_dict(data.get("annotations")),
+            scenes=frozenset(data.get("scenes") or ALL_SCENES),
+            model_name=data.get("model_name"),
+        )

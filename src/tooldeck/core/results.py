@@ -1,0 +1,89 @@
+"""Results: what a handler returns (ToolOutput) and what the model and records get (AgentToolResult)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ERROR_MARKER = "## Tool error"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEffect:
+    """A side effect a tool hands to the runtime to record and expose to the host
+    (a file written, a commit requested, a finish)."""
+
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.data}
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    """What a tool handler produces. `raw` is the source's own result, kept for audit."""
+
+    content: str
+    structured: Any = None
+    is_error: bool = False
+    error_code: str | None = None
+    resource_refs: list[str] = field(default_factory=list)
+    effects: list[ToolEffect] = field(default_factory=list)
+    raw: Any = None
+    may_have_executed: bool = False
+    """For errors: whether the operation may have run (timeouts, lost connections)."""
+
+    @classmethod
+    def error(cls, code: str, message: str, structured: Any = None, **kw: Any) -> ToolOutput:
+        if structured is None:
+            structured = {"error": {"code": code, "message": message}}
+        return cls(content=message, structured=structured, is_error=True, error_code=code, **kw)
+
+
+@dataclass(slots=True)
+class AgentToolResult:
+    call_id: str
+    tool_id: str | None
+    content: str
+    structured: Any = None
+    is_error: bool = False
+    error_code: str | None = None
+    resource_refs: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "tool_id": self.tool_id,
+            "content": self.content,
+            "structured": self.structured,
+            "is_error": self.is_error,
+            "error_code": self.error_code,
+            "resource_refs": list(self.resource_refs),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentToolResult:
+        return cls(
+            call_id=data["call_id"],
+            tool_id=data.get("tool_id"),
+            content=data.get("content", ""),
+            structured=data.get("structured"),
+            is_error=bool(data.get("is_error")),
+            error_code=data.get("error_code"),
+            resource_refs=list(data.get("resource_refs") or []),
+        )
+
+    def model_text(self) -> str:
+        """The text a provider without an error flag gets: errors carry a visible marker."""
+        if self.is_error:
+            return f"{ERROR_MARKER}\n\n{self.content.strip()}"
+        return self.content
+
+
+def recoverable_error(
+    call_id: str, tool_id: str | None, code: str, message: str, structured: Any = None
+) -> AgentToolResult:
+    if structured is None:
+        structured = {"error": {"code": code, "message": message}}
+    return AgentToolResult(call_id, tool_id, message, structured, True, code, [])

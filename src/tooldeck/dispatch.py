@@ -1,0 +1,154 @@
+"""Dispatch: run a model turn's admitted calls.
+
+Consecutive concurrency-safe calls run together (bounded by the Profile's cap); every other call
+runs alone, in order. Results always come back in call order. Every call has a timeout; an
+exception inside a tool becomes a `tool.execution_failed` result and never kills the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tooldeck.catalog.sources import CallContext, TurnState
+from tooldeck.core.errors import EXECUTION_FAILED, TIMEOUT, TOOL_UNAVAILABLE, ToolCallError
+from tooldeck.core.results import ToolOutput
+from tooldeck.gate import Admitted, Refused
+from tooldeck.sources.extensions import to_output
+
+if TYPE_CHECKING:
+    from tooldeck.runtime import Invocation
+
+
+@dataclass(slots=True)
+class ConfirmationRequest:
+    call_id: str
+    tool_id: str
+    call_name: str
+    arguments: dict[str, Any]
+    run_id: str
+    invocation_id: str
+
+
+Confirm = Callable[[ConfirmationRequest], bool | Awaitable[bool]]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One call's output before projection, with what the records need."""
+
+    output: ToolOutput
+    tool_id: str | None
+    started_at: float | None = None
+    finished_at: float = 0.0
+    executed: bool = False
+    effects: list[Any] = field(default_factory=list)
+
+
+async def run_batch(inv: Invocation, checks: list[Admitted | Refused], call_ids: list[str],
+                    turn: TurnState, round_no: int) -> list[Outcome]:
+    outcomes: list[Outcome | None] = [None] * len(checks)
+    sem = asyncio.Semaphore(inv.profile.max_concurrency)
+    i, n = 0, len(checks)
+    while i < n:
+        j = i
+        while j < n and _is_parallel(checks[j]):
+            j += 1
+        if j - i > 1:
+            group = range(i, j)
+
+            async def one(k: int) -> None:
+                async with sem:
+                    outcomes[k] = await run_one(inv, checks[k], call_ids[k], k, turn, round_no)
+
+            await asyncio.gather(*(one(k) for k in group))
+            i = j
+        else:
+            outcomes[i] = await run_one(inv, checks[i], call_ids[i], i, turn, round_no)
+            i += 1
+    return outcomes  # type: ignore[return-value]
+
+
+def _is_parallel(check: Admitted | Refused) -> bool:
+    if isinstance(check, Refused):
+        return True
+    return check.entry.binding.descriptor.annotations.concurrency_safe and not check.needs_confirmation
+
+
+async def run_one(inv: Invocation, check: Admitted | Refused, call_id: str, index: int,
+                  turn: TurnState, round_no: int) -> Outcome:
+    if isinstance(check, Refused):
+        r = check.result
+        turn.failed[index] = True
+        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), r.tool_id, finished_at=time.time())
+    entry = check.entry
+    binding = entry.binding
+    if check.needs_confirmation and not await _confirmed(inv, call_id, check):
+        r = inv.gate.permission_refusal(call_id, entry)
+        turn.failed[index] = True
+        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), entry.tool_id, finished_at=time.time())
+    executable = inv.runtime.catalog.resolve(binding.descriptor.id)
+    if executable is None:
+        turn.failed[index] = True
+        return Outcome(ToolOutput.error(TOOL_UNAVAILABLE, f"`{binding.call_name}` is currently unavailable. "
+                                        "No action was taken."), entry.tool_id, finished_at=time.time())
+    ctx = CallContext(call_id, binding.descriptor.id, binding.call_name, round_no, index, inv, turn)
+    started = time.time()
+    output = await _execute(executable, check.args, ctx, entry.timeout_s,
+                            binding.descriptor.annotations.mutating)
+    if output.is_error:
+        turn.failed[index] = True
+    return Outcome(output, entry.tool_id, started, time.time(), True, list(output.effects))
+
+
+async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:
+    confirm = inv.confirm
+    if confirm is None:
+        return False
+    b = check.entry.binding
+    answer = confirm(ConfirmationRequest(call_id, b.tool_id, b.call_name, check.args, inv.run_state.run_id, inv.id))
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return bool(answer)
+
+
+async def _execute(executable: Any, args: dict[str, Any], ctx: CallContext, timeout_s: float,
+                   mutating: bool) -> ToolOutput:
+    try:
+        if executable.is_async:
+            async with asyncio.timeout(timeout_s):
+                value = await executable.fn(args, ctx)
+        elif executable.blocking:
+            async with asyncio.timeout(timeout_s):
+                value = await asyncio.to_thread(executable.fn, args, ctx)
+        else:
+            value = executable.fn(args, ctx)
+            if inspect.isawaitable(value):
+                async with asyncio.timeout(timeout_s):
+                    value = await value
+    except TimeoutError:
+        return _timeout(ctx, timeout_s, mutating)
+    except ToolCallError as exc:
+        return ToolOutput.error(exc.code, exc.message, exc.structured)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        detail = str(exc) or type(exc).__name__
+        return ToolOutput.error(
+            EXECUTION_FAILED, f"`{ctx.call_name}` failed: {type(exc).__name__}: {detail}",
+            {"error": {"code": EXECUTION_FAILED, "message": detail, "exception": type(exc).__name__}},
+        )
+    return to_output(value)
+
+
+def _timeout(ctx: CallContext, timeout_s: float, mutating: bool) -> ToolOutput:
+    text = f"`{ctx.call_name}` did not finish within {timeout_s:g} s and was stopped."
+    if mutating:
+        text += " It may have executed; check the state before repeating it."
+    else:
+        text += " Try again with a smaller request, or continue without it."
+    return ToolOutput.error(TIMEOUT, text, may_have_executed=mutating)

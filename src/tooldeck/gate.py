@@ -1,0 +1,198 @@
+"""The gate: every call is checked here, in one fixed order, before anything runs.
+
+1. resolve the call name through the snapshot (unknown → `tool.unknown_tool`);
+2. charge the budget, total and per tool, keyed by ToolId (over → `tool.budget_exhausted`);
+   unknown names are charged against the total too, so a confused model cannot loop forever;
+3. decode the wire arguments (`ToolArguments`; not an object → `tool.invalid_arguments`);
+4. validate them against the tool's input schema (→ `tool.invalid_arguments`);
+5. tool-choice rules: `none`, `auto`, `required`, or one specific tool (→ `tool.choice_violation`);
+6. permission: `allow` | `ask` | `deny`; `ask` is settled by the host's confirmation callback right
+   before the tool runs, and with no callback it is denied (→ `tool.permission_denied`).
+
+Choice comes before permission so that a human is never asked about a call that would be refused anyway.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooldeck.catalog.profile import Permission, Profile
+from tooldeck.core.arguments import MISSING, ToolArguments
+from tooldeck.core.errors import (
+    BUDGET_EXHAUSTED,
+    CHOICE_VIOLATION,
+    INVALID_ARGUMENTS,
+    PERMISSION_DENIED,
+    UNKNOWN_TOOL,
+)
+from tooldeck.core.results import AgentToolResult, recoverable_error
+from tooldeck.snapshot.snapshot import Binding, Snapshot
+from tooldeck.validation import CompiledSchema
+
+_LISTED_NAMES = 60
+
+
+@dataclass(slots=True)
+class GateEntry:
+    """Per-binding data computed once per invocation (the hot path only reads it)."""
+
+    binding: Binding
+    tool_id: str
+    permission: Permission
+    timeout_s: float
+    _schema: CompiledSchema | None = None
+
+    @property
+    def schema(self) -> CompiledSchema:
+        if self._schema is None:
+            self._schema = CompiledSchema(self.binding.descriptor.input_schema)
+        return self._schema
+
+
+@dataclass(slots=True)
+class Admitted:
+    entry: GateEntry
+    args: dict[str, Any]
+    arguments: ToolArguments
+    needs_confirmation: bool = False
+
+
+@dataclass(slots=True)
+class Refused:
+    result: AgentToolResult
+    entry: GateEntry | None
+    arguments: ToolArguments
+
+
+ToolChoice = str | dict[str, str]
+
+
+@dataclass
+class BudgetState:
+    total: int = 0
+    per_tool: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class GateTable:
+    """Everything the gate needs that depends only on (snapshot, profile): built once, shared by
+    every invocation that reuses the snapshot, so compiled validators survive across invocations."""
+
+    entries: dict[str, GateEntry]
+    names: list[str]
+    native_aliases: dict[str, str]
+
+    @classmethod
+    def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
+        entries = {
+            b.call_name: GateEntry(b, b.tool_id, profile.permission_for(b.tool_id), profile.timeout_for(b.tool_id))
+            for b in snapshot.bindings
+        }
+        aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
+        return cls(entries, list(entries), aliases)
+
+
+class Gate:
+    def __init__(self, snapshot: Snapshot, profile: Profile, table: GateTable | None = None) -> None:
+        self.snapshot = snapshot
+        self.budget = BudgetState()
+        table = table or GateTable.build(snapshot, profile)
+        self.entries = table.entries
+        self._names = table.names
+        self._native_aliases = table.native_aliases
+
+    def check(
+        self, call_id: str, name: str, wire_args: Any = MISSING, choice: ToolChoice = "auto"
+    ) -> Admitted | Refused:
+        entry = self.entries.get(name)
+        arguments = ToolArguments.decode(wire_args)
+        if entry is None:
+            over = self._charge(None)
+            if over is not None:
+                return Refused(recoverable_error(call_id, None, BUDGET_EXHAUSTED, over), None, arguments)
+            return Refused(recoverable_error(call_id, None, UNKNOWN_TOOL, self.unknown_message(name)), None, arguments)
+        return self.check_entry(call_id, entry, arguments, choice)
+
+    def check_entry(
+        self, call_id: str, entry: GateEntry, arguments: ToolArguments, choice: ToolChoice
+    ) -> Admitted | Refused:
+        over = self._charge(entry)
+        if over is not None:
+            return Refused(recoverable_error(call_id, entry.tool_id, BUDGET_EXHAUSTED, over), entry, arguments)
+        if not arguments.is_valid:
+            message = arguments.invalid_message()
+            return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS, message), entry, arguments)
+        args = arguments.to_replay_object()
+        schema = entry.schema
+        problems = schema.problems(args)
+        if problems:
+            return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS,
+                                             self.invalid_message(entry, problems)), entry, arguments)
+        if schema.error is not None:
+            return Refused(recoverable_error(
+                call_id, entry.tool_id, "tool.schema_invalid",
+                f"`{entry.binding.call_name}` cannot be called: its input schema is invalid ({schema.error}). "
+                "Use another tool.",
+            ), entry, arguments)
+        if choice != "auto" and choice != "required":
+            violation = self._choice_violation(entry, choice)
+            if violation:
+                return Refused(recoverable_error(call_id, entry.tool_id, CHOICE_VIOLATION, violation), entry, arguments)
+        if entry.permission == "deny":
+            return Refused(recoverable_error(
+                call_id, entry.tool_id, PERMISSION_DENIED,
+                f"`{entry.binding.call_name}` is not permitted in this invocation; it was not run. Use another tool.",
+            ), entry, arguments)
+        return Admitted(entry, args, arguments, entry.permission == "ask")
+
+    def _charge(self, entry: GateEntry | None) -> str | None:
+        budget = self.budget
+        limit = self.snapshot.max_calls_per_invocation
+        if budget.total >= limit:
+            return (f"The tool call limit for this invocation has been reached ({limit} calls). "
+                    "Answer with what you have.")
+        if entry is not None:
+            used = budget.per_tool.get(entry.tool_id, 0)
+            cap = entry.binding.max_calls
+            if cap is not None and used >= cap:
+                return (f"`{entry.binding.call_name}` has reached its call limit for this invocation ({cap} calls). "
+                        "Use other tools or answer with what you have.")
+            budget.per_tool[entry.tool_id] = used + 1
+        budget.total += 1
+        return None
+
+    def _choice_violation(self, entry: GateEntry, choice: ToolChoice) -> str | None:
+        if choice == "none":
+            return "Tool calls are not allowed in this turn; answer in text."
+        wanted = choice.get("tool") or choice.get("name") if isinstance(choice, dict) else choice
+        if wanted in (entry.tool_id, entry.binding.call_name):
+            return None
+        target = next(
+            (e.binding.call_name for e in self.entries.values() if wanted in (e.tool_id, e.binding.call_name)), wanted
+        )
+        return f"This turn requires `{target}`, not `{entry.binding.call_name}`; call `{target}`."
+
+    def unknown_message(self, name: str) -> str:
+        guess = self._native_aliases.get(str(name).replace(".", "_"))
+        if guess is None:
+            close = difflib.get_close_matches(str(name), self._names, n=1, cutoff=0.6)
+            guess = close[0] if close else None
+        shown = ", ".join(self._names[:_LISTED_NAMES]) or "(none)"
+        if len(self._names) > _LISTED_NAMES:
+            shown += f", … ({len(self._names) - _LISTED_NAMES} more)"
+        hint = f" Did you mean `{guess}`?" if guess else ""
+        return f"`{name}` is not an available tool; nothing was run.{hint} Available tools: {shown}."
+
+    @staticmethod
+    def invalid_message(entry: GateEntry, problems: list[str]) -> str:
+        listed = "; ".join(problems)
+        return f"Invalid arguments for `{entry.binding.call_name}`: {listed}. Fix the arguments and call again."
+
+    def permission_refusal(self, call_id: str, entry: GateEntry) -> AgentToolResult:
+        return recoverable_error(
+            call_id, entry.tool_id, PERMISSION_DENIED,
+            f"`{entry.binding.call_name}` needs confirmation and it was not given; it was not run. "
+            "Ask the user, or continue without it.",
+        )

@@ -1,0 +1,128 @@
+"""Result projection: every source's output becomes the model's text, the same way.
+
+Over the Profile's inline limit the full text goes to a read-only, line-addressable file under
+`tool-results/`, the raw result beside it as JSON for audit, and the model gets the size, the path,
+a preview and guidance naming only the reading tools it actually has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tooldeck.core.results import AgentToolResult, ToolOutput
+from tooldeck.snapshot.snapshot import Snapshot
+
+WRAP_CHARS = 3_000
+TOOL_RESULTS_ROOT = "tool-results"
+READ_TOOL_ID = "builtin:workspace.read_file"
+SEARCH_TOOL_ID = "builtin:workspace.search_files"
+
+
+def call_stem(call_id: str) -> str:
+    return "call_" + hashlib.sha256(call_id.encode()).hexdigest()[:16]
+
+
+def hard_wrap(text: str, width: int = WRAP_CHARS) -> str:
+    """No line longer than `width` characters, so the file can be read by line number."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+        else:
+            out.extend(line[i:i + width] for i in range(0, len(line), width))
+    return "\n".join(out)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, bytes | bytearray):
+        return {"bytes": len(value)}
+    return repr(value)
+
+
+def dump_json(value: Any) -> bytes:
+    return orjson.dumps(value, default=_json_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class Guidance:
+    read_name: str | None
+    search_name: str | None
+
+    @classmethod
+    def for_snapshot(cls, snapshot: Snapshot) -> Guidance:
+        names = {b.tool_id: b.call_name for b in snapshot.bindings}
+        return cls(names.get(READ_TOOL_ID), names.get(SEARCH_TOOL_ID))
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.read_name:
+            out.append(f"Use `{self.read_name}` with this path to read the full result. If the reader returns "
+                       "another preview, continue from the next line it indicates.")
+        if self.search_name:
+            out.append(f"Use `{self.search_name}` on the same path to find specific text.")
+        return out
+
+
+class Projector:
+    def __init__(self, workspace_root: Path, invocation_id: str, inline_limit: int, preview_chars: int,
+                 guidance: Guidance) -> None:
+        self.workspace_root = workspace_root
+        self.invocation_id = invocation_id
+        self.inline_limit = inline_limit
+        self.preview_chars = preview_chars
+        self.guidance = guidance
+
+    def project(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:
+        content = output.content
+        if len(content) <= self.inline_limit:
+            return AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
+                                   output.error_code, list(output.resource_refs))
+        return self._spill(call_id, tool_id, round_no, output)
+
+    def _spill(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:
+        rel_dir = f"{TOOL_RESULTS_ROOT}/{self.invocation_id}"
+        directory = self.workspace_root / rel_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = f"round-{round_no:03d}-{call_stem(call_id)}"
+        text_path, audit_path = _exclusive_pair(directory, stem)
+        text_path.write_text(hard_wrap(output.content), encoding="utf-8")
+        audit = {
+            "call_id": call_id, "tool_id": tool_id, "is_error": output.is_error, "error_code": output.error_code,
+            "structured": output.structured, "resource_refs": output.resource_refs,
+            "raw": output.raw if output.raw is not None else output.content,
+        }
+        audit_path.write_bytes(dump_json(audit))
+        rel_text = f"{rel_dir}/{text_path.name}"
+        rel_audit = f"{rel_dir}/{audit_path.name}"
+        n = len(output.content)
+        preview = output.content[: self.preview_chars]
+        parts = [f"This tool result is too large to include in full ({n} characters). "
+                 f"The full result is saved at `{rel_text}`.", *self.guidance.lines(), "",
+                 "## Prefix preview", "",
+                 f"At most {self.preview_chars} characters from the start; this is not the complete result.", "",
+                 preview]
+        structured = {"externalized": True, "path": rel_text, "audit_path": rel_audit, "char_count": n,
+                      "char_limit": self.inline_limit, "source": output.structured}
+        return AgentToolResult(call_id, tool_id, "\n".join(parts), structured, output.is_error, output.error_code,
+                               [*output.resource_refs, rel_text, rel_audit])
+
+
+def _exclusive_pair(directory: Path, stem: str) -> tuple[Path, Path]:
+    """Spill files are write-once; a repeated call id in one round gets `-2`, `-3`…"""
+    n = 1
+    while True:
+        name = stem if n == 1 else f"{stem}-{n}"
+        text_path, audit_path = directory / f"{name}.txt", directory / f"{name}.json"
+        try:
+            text_path.open("x").close()
+        except FileExistsError:
+            n += 1
+            continue
+        return text_path, audit_path

@@ -1,0 +1,1 @@
+"""Records: the store port, its SQLite adapter, and replay into provider formats."""

@@ -1,0 +1,90 @@
+"""The records port. Nothing outside `records/` speaks SQL; the runtime writes through this interface.
+
+Write pattern per model turn (so a killed process loses no raw arguments and the hot path pays
+few transactions): `calls_requested` once before the gate (raw wire arguments verbatim),
+`calls_started` once for the calls the gate admitted, `calls_finished` once with every result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(slots=True)
+class InvocationInfo:
+    run_id: str
+    invocation_id: str
+    provider: str
+    scene: str
+    headless: bool
+    snapshot_id: str
+    snapshot_json: str
+    created_at: float
+
+
+@dataclass(slots=True)
+class RequestedCall:
+    call_id: str
+    name: str
+    raw_arguments: str | None
+    """The wire arguments verbatim: the string as sent, a compact JSON dump of an object, None if absent."""
+    index: int
+
+
+@dataclass(slots=True)
+class StartedCall:
+    call_id: str
+    index: int
+    tool_id: str
+    arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class FinishedCall:
+    call_id: str
+    index: int
+    tool_id: str | None
+    status: str
+    """`completed` | `failed` | `outcome_unknown`."""
+    arguments: dict[str, Any] | None
+    content: str
+    structured: Any
+    is_error: bool
+    error_code: str | None
+    resource_refs: list[str]
+    raw_result: Any
+    started_at: float | None
+    finished_at: float
+    effects: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Recorder(Protocol):
+    def invocation_started(self, info: InvocationInfo) -> None: ...
+
+    def calls_requested(self, invocation_id: str, round: int, calls: list[RequestedCall], at: float) -> None: ...
+
+    def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None: ...
+
+    def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NullRecorder:
+    """Records off."""
+
+    def invocation_started(self, info: InvocationInfo) -> None:
+        return None
+
+    def calls_requested(self, invocation_id: str, round: int, calls: list[RequestedCall], at: float) -> None:
+        return None
+
+    def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
+        return None
+
+    def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,305 @@
+"""The runtime: a catalog of tools, runs with their workspaces, and invocations with frozen snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tooldeck.builtins import default_builtins
+from tooldeck.builtins.registry import BuiltinTool, builtin_source
+from tooldeck.catalog import bindings as binding_prep
+from tooldeck.catalog.catalog import Catalog
+from tooldeck.catalog.profile import Profile
+from tooldeck.catalog.sources import Diagnostic, ToolSource, TurnState
+from tooldeck.core.arguments import MISSING
+from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
+from tooldeck.core.errors import TooldeckError
+from tooldeck.core.ids import ToolId
+from tooldeck.core.results import AgentToolResult, ToolEffect
+from tooldeck.dispatch import Confirm, run_batch
+from tooldeck.gate import Admitted, Gate, GateTable, ToolChoice
+from tooldeck.naming import PROTOCOLS
+from tooldeck.projection import Guidance, Projector
+from tooldeck.records.port import (
+    FinishedCall,
+    InvocationInfo,
+    NullRecorder,
+    Recorder,
+    RequestedCall,
+    StartedCall,
+)
+from tooldeck.snapshot.snapshot import Snapshot
+from tooldeck.sources.extensions import ExtensionRegistry
+
+PROFILE_FILES = ("profile.toml", "profile.json")
+
+
+@dataclass
+class RunState:
+    """State shared by the invocations of one run: its workspace and per-run tool state."""
+
+    run_id: str
+    workspace_root: Path
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    name: str
+    arguments: Any
+
+    @classmethod
+    def from_wire(cls, call: Mapping[str, Any]) -> Call:
+        if not isinstance(call, Mapping):
+            raise TooldeckError("model.invalid_tool_call", f"a call must be an object, got {type(call).__name__}")
+        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        call_id, name = call.get("id"), fn.get("name")
+        if not isinstance(call_id, str) or not call_id:
+            raise TooldeckError("model.invalid_tool_call", "a tool call needs a non-empty string `id`")
+        if not isinstance(name, str) or not name:
+            raise TooldeckError("model.invalid_tool_call", f"tool call {call_id} needs a non-empty string `name`")
+        return cls(call_id, name, fn.get("arguments", MISSING) if "arguments" in fn else fn.get("args", MISSING))
+
+    def raw_text(self) -> str | None:
+        a = self.arguments
+        if a is MISSING:
+            return None
+        if isinstance(a, str):
+            return a
+        try:
+            return orjson.dumps(a).decode()
+        except TypeError:
+            return repr(a)
+
+
+class Runtime:
+    def __init__(
+        self,
+        home: str | Path = ".tooldeck",
+        *,
+        profile: Profile | Mapping[str, Any] | str | Path | None = None,
+        records: bool | Recorder = False,
+        builtins: Iterable[BuiltinTool] | None = None,
+        confirm: Confirm | None = None,
+        sources: Iterable[ToolSource] = (),
+    ) -> None:
+        self.home = Path(home).resolve()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.profile = self._resolve_profile(profile) if profile is not None else self._home_profile()
+        self.extensions = ExtensionRegistry()
+        self.catalog = Catalog([builtin_source(default_builtins() if builtins is None else builtins),
+                                self.extensions, *sources])
+        self.recorder: Recorder = self._make_recorder(records)
+        self.confirm = confirm
+        self.runs: dict[str, RunState] = {}
+        self._gate_tables: dict[tuple[str, int], GateTable] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- configuration -------------------------------------------------------------------------
+    def _home_profile(self) -> Profile:
+        for name in PROFILE_FILES:
+            if (self.home / name).is_file():
+                return Profile.load(self.home / name)
+        return Profile()
+
+    @staticmethod
+    def _resolve_profile(profile: Profile | Mapping[str, Any] | str | Path) -> Profile:
+        if isinstance(profile, Profile):
+            return profile
+        if isinstance(profile, Mapping):
+            return Profile.parse(dict(profile))
+        return Profile.load(profile)
+
+    def _make_recorder(self, records: bool | Recorder) -> Recorder:
+        if records is False:
+            return NullRecorder()
+        if records is True:
+            from tooldeck.records.store import SqliteRecorder
+
+            return SqliteRecorder(self.home / "records.sqlite")
+        return records
+
+    def add_source(self, source: ToolSource) -> None:
+        self.catalog.add_source(source)
+
+    def tool(
+        self,
+        extension_id: str,
+        name: str | None = None,
+        *,
+        scenes: Iterable[Scene] = ALL_SCENES,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        blocking: bool | None = None,
+        annotations: ToolAnnotations | None = None,
+        enabled: bool = True,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register a plain (sync or async) function as an extension tool."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.extensions.register(fn, extension_id, name, description=description, input_schema=input_schema,
+                                     scenes=scenes, enabled=enabled, blocking=blocking, annotations=annotations)
+            return fn
+
+        return register
+
+    # -- runs and invocations -------------------------------------------------------------------
+    def run_state(self, run_id: str | None = None) -> RunState:
+        rid = run_id or f"run_{uuid.uuid4().hex[:16]}"
+        state = self.runs.get(rid)
+        if state is None:
+            if "/" in rid or "\\" in rid or rid in (".", "..") or not rid.strip():
+                raise TooldeckError("run.id_invalid", f"run id {rid!r} must be one path segment")
+            state = RunState(rid, self.home / "workspaces" / rid)
+            state.workspace_root.mkdir(parents=True, exist_ok=True)
+            self.runs[rid] = state
+        return state
+
+    def invocation(
+        self,
+        provider: str = "openai",
+        scene: Scene = "chat",
+        profile: Profile | Mapping[str, Any] | str | Path | None = None,
+        run_id: str | None = None,
+        headless: bool = False,
+        *,
+        confirm: Confirm | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> Invocation:
+        if provider not in PROTOCOLS:
+            raise TooldeckError("invocation.provider_invalid",
+                                f"unknown provider {provider!r}; expected one of {', '.join(PROTOCOLS)}")
+        if scene not in ALL_SCENES:
+            raise TooldeckError("invocation.scene_invalid", f"unknown scene {scene!r}; expected chat or session")
+        prof = self._resolve_profile(profile) if profile is not None else self.profile
+        run = self.run_state(run_id)
+        diagnostics: list[Diagnostic] = []
+        if snapshot is None:
+            ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id)
+            prepared = binding_prep.prepare(self.catalog, prof, ctx, provider)
+            diagnostics = prepared.diagnostics
+            snapshot = Snapshot.build(provider, prepared.bindings, prof.max_calls_per_invocation, prof.loading)
+        inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics)
+        self.recorder.invocation_started(InvocationInfo(
+            run.run_id, inv.id, snapshot.provider, scene, headless, snapshot.id, snapshot.to_json(), time.time()))
+        return inv
+
+    def gate_table(self, snapshot: Snapshot, profile: Profile) -> GateTable:
+        key = (snapshot.id, id(profile))
+        table = self._gate_tables.get(key)
+        if table is None:
+            if len(self._gate_tables) > 256:
+                self._gate_tables.clear()
+            table = self._gate_tables[key] = GateTable.build(snapshot, profile)
+        return table
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The private event loop behind the sync facade."""
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        return self._loop
+
+    def close(self) -> None:
+        self.recorder.close()
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Invocation:
+    """One model invocation: a frozen snapshot, its gate and budget, and its rounds of calls."""
+
+    def __init__(self, runtime: Runtime, run: RunState, snapshot: Snapshot, profile: Profile, scene: Scene,
+                 headless: bool, confirm: Confirm | None, diagnostics: list[Diagnostic]) -> None:
+        self.id = f"inv_{uuid.uuid4().hex[:16]}"
+        self.runtime = runtime
+        self.run_state = run
+        self.snapshot = snapshot
+        self.profile = profile
+        self.scene = scene
+        self.headless = headless
+        self.confirm = confirm
+        self.diagnostics = diagnostics
+        self.gate = Gate(snapshot, profile, runtime.gate_table(snapshot, profile))
+        self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
+                                   Guidance.for_snapshot(snapshot))
+        self.round = 0
+        self.effects: list[tuple[str, ToolEffect]] = []
+
+    @property
+    def provider(self) -> str:
+        return self.snapshot.provider
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The provider-ready tools array (a copy; the snapshot stays frozen)."""
+        return orjson.loads(orjson.dumps(list(self.snapshot.tools)))
+
+    def call_names(self) -> dict[str, str]:
+        return {b.call_name: b.tool_id for b in self.snapshot.bindings}
+
+    def run(self, calls: list[Mapping[str, Any]], tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
+        """Sync facade over `arun`; not for use inside a running event loop."""
+        return self.run_sync(calls, tool_choice)
+
+    def run_sync(self, calls: list[Mapping[str, Any]], tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self.runtime.loop().run_until_complete(self.arun(calls, tool_choice))
+        raise TooldeckError("invocation.sync_in_async", "Invocation.run() was called inside a running event loop; "
+                            "use `await invocation.arun(calls)`")
+
+    async def arun(self, calls: list[Mapping[str, Any]], tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
+        """Run one model turn's batch of calls; results come back in call order."""
+        wire = [Call.from_wire(c) for c in calls]
+        self.round += 1
+        round_no = self.round
+        recorder = self.runtime.recorder
+        requested = [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
+        recorder.calls_requested(self.id, round_no, requested, time.time())
+        gate = self.gate
+        checks = [gate.check(c.id, c.name, c.arguments, tool_choice) for c in wire]
+        admitted = [StartedCall(wire[i].id, i, chk.entry.tool_id, chk.args)
+                    for i, chk in enumerate(checks) if isinstance(chk, Admitted)]
+        if admitted:
+            recorder.calls_started(self.id, round_no, admitted, time.time())
+        turn = TurnState([c.name for c in wire], [False] * len(wire))
+        outcomes = await run_batch(self, checks, [c.id for c in wire], turn, round_no)
+        results: list[AgentToolResult] = []
+        finished: list[FinishedCall] = []
+        project = self.projector.project
+        for i, (c, chk, out) in enumerate(zip(wire, checks, outcomes, strict=True)):
+            result = project(c.id, out.tool_id, round_no, out.output)
+            results.append(result)
+            for effect in out.effects:
+                self.effects.append((c.id, effect))
+            o = out.output
+            status = ("outcome_unknown" if o.is_error and o.may_have_executed
+                      else "failed" if o.is_error else "completed")
+            finished.append(FinishedCall(
+                c.id, i, out.tool_id, status, chk.args if isinstance(chk, Admitted) else None, result.content,
+                result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
+                out.started_at, out.finished_at, [e.to_dict() for e in out.effects]))
+        recorder.calls_finished(self.id, round_no, finished)
+        return results
+
+
+def open(home: str | Path = ".tooldeck", **options: Any) -> Runtime:
+    """Open a runtime rooted at `home` (workspaces, records, config)."""
+    return Runtime(home, **options)
+
+
+__all__ = ["Call", "Invocation", "RunState", "Runtime", "ToolId", "open"]

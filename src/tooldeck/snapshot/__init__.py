@@ -1,0 +1,1 @@
+"""Per-invocation snapshots: bindings, call names, rendered schemas, budget."""

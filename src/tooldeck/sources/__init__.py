@@ -1,0 +1,1 @@
+"""Tool sources other than builtins: extensions (Python functions), MCP servers, script directories."""
