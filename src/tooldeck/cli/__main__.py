@@ -1,0 +1,3 @@
+from tooldeck.cli.app import main
+
+main()

@@ -1,0 +1,104 @@
+import asyncio
+import threading
+import time
+
+import tooldeck
+from tests.core.helpers import builtin
+from tooldeck.core.errors import ToolCallError
+from tooldeck.core.results import ToolOutput
+
+LOG: list[tuple[str, str, float]] = []
+
+
+async def slow_safe(args, ctx):
+    LOG.append(("start", ctx.call_id, time.monotonic()))
+    await asyncio.sleep(0.2)
+    LOG.append(("end", ctx.call_id, time.monotonic()))
+    return ToolOutput(f"done {ctx.call_id}")
+
+
+def runtime(tmp_path, **profile):
+    tools = [
+        builtin("safe.sleep", slow_safe, safe=True),
+        builtin("mutate.sleep", slow_safe, mutating=True),
+        builtin("boom", lambda a, c: 1 / 0),
+        builtin("refuse", lambda a, c: (_ for _ in ()).throw(ToolCallError("demo.bad", "Fix it like this."))),
+        builtin("hang", hang, mutating=True),
+        builtin("hang.ro", hang, safe=True),
+        builtin("thread.block", lambda a, c: (time.sleep(0.2), threading.current_thread().name)[1], blocking=True,
+                safe=True),
+        builtin("inline", lambda a, c: threading.current_thread().name),
+    ]
+    return tooldeck.Runtime(tmp_path, builtins=tools, profile={"allow": ["builtin:*"], **profile})
+
+
+async def hang(args, ctx):
+    await asyncio.sleep(30)
+
+
+def calls(*names):
+    return [{"id": f"c{i}", "name": n, "arguments": {}} for i, n in enumerate(names)]
+
+
+def test_concurrency_safe_calls_run_together_and_results_keep_call_order(tmp_path):
+    inv = runtime(tmp_path).invocation()
+    start = time.monotonic()
+    results = inv.run(calls(*["safe_sleep"] * 5))
+    elapsed = time.monotonic() - start
+    assert elapsed < 0.6, elapsed
+    assert [r.content for r in results] == [f"done c{i}" for i in range(5)]
+
+
+def test_a_mutating_call_between_safe_calls_is_not_overlapped(tmp_path):
+    LOG.clear()
+    inv = runtime(tmp_path).invocation()
+    results = inv.run(calls("safe_sleep", "safe_sleep", "mutate_sleep", "safe_sleep", "safe_sleep"))
+    assert [r.call_id for r in results] == [f"c{i}" for i in range(5)]
+    times = {(kind, cid): t for kind, cid, t in LOG}
+    assert times[("start", "c2")] >= max(times[("end", "c0")], times[("end", "c1")])
+    assert times[("end", "c2")] <= min(times[("start", "c3")], times[("start", "c4")])
+
+
+def test_concurrency_cap_is_respected(tmp_path):
+    inv = runtime(tmp_path, max_concurrency=2).invocation()
+    start = time.monotonic()
+    inv.run(calls(*["safe_sleep"] * 4))
+    assert time.monotonic() - start >= 0.39
+
+
+def test_exceptions_become_results_and_never_kill_the_batch(tmp_path):
+    inv = runtime(tmp_path).invocation()
+    r1, r2, r3 = inv.run(calls("boom", "refuse", "safe_sleep"))
+    assert r1.is_error and r1.error_code == "tool.execution_failed"
+    assert "ZeroDivisionError" in r1.content
+    assert r2.error_code == "demo.bad" and r2.content == "Fix it like this."
+    assert r3.content == "done c2"
+
+
+def test_timeouts_say_whether_the_tool_may_have_executed(tmp_path):
+    inv = runtime(tmp_path, tool_timeout_s=0.2).invocation()
+    r1, r2 = inv.run(calls("hang", "hang_ro"))
+    assert r1.error_code == r2.error_code == "tool.timeout"
+    assert "may have executed" in r1.content
+    assert "may have executed" not in r2.content
+
+
+def test_blocking_sync_tools_run_on_worker_threads_and_inline_tools_on_the_loop(tmp_path):
+    inv = runtime(tmp_path).invocation()
+    start = time.monotonic()
+    results = inv.run(calls("thread_block", "thread_block", "thread_block", "inline"))
+    assert time.monotonic() - start < 0.5
+    assert all(r.content != threading.current_thread().name for r in results[:3])
+    assert results[3].content == threading.current_thread().name
+
+
+async def test_sync_facade_refuses_inside_a_running_loop(tmp_path):
+    inv = runtime(tmp_path).invocation()
+    try:
+        inv.run(calls("inline"))
+    except tooldeck.TooldeckError as exc:
+        assert exc.code == "invocation.sync_in_async"
+    else:
+        raise AssertionError("run() inside a loop must refuse")
+    [r] = await inv.arun(calls("inline"))
+    assert not r.is_error

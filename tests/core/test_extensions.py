@@ -1,0 +1,106 @@
+import asyncio
+from typing import Literal
+
+import pydantic
+import pytest
+
+import tooldeck
+from tests.core.helpers import builtin
+from tooldeck.core.results import ToolOutput
+
+
+class Point(pydantic.BaseModel):
+    x: int
+    y: int
+
+
+def test_schema_from_type_hints_and_docstring(tmp_path):
+    rt = tooldeck.Runtime(tmp_path, builtins=[])
+
+    @rt.tool(extension_id="geo")
+    def move(p: Point, dx: int = 0, unit: Literal["m", "km"] = "m") -> dict:
+        """Move a point.
+
+        Args:
+            p: The point to move.
+            dx: How far along x.
+        """
+        return {"x": p.x + dx, "y": p.y, "unit": unit}
+
+    inv = rt.invocation()
+    [tool] = inv.tools()
+    params = tool["function"]["parameters"]
+    assert tool["function"]["description"] == "Move a point."
+    assert params["required"] == ["p"]
+    assert params["properties"]["dx"]["description"] == "How far along x."
+    assert params["properties"]["unit"]["enum"] == ["m", "km"]
+    [r] = inv.run([{"id": "1", "name": "move", "arguments": '{"p": {"x": 1, "y": 2}, "dx": 3}'}])
+    assert r.structured == {"x": 4, "y": 2, "unit": "m"}
+    assert r.content == '{"x":4,"y":2,"unit":"m"}'
+
+
+def test_colliding_extension_names_never_replace_builtins(tmp_path):
+    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("workspace.write_file", lambda a, c: ToolOutput("builtin"))],
+                          profile={"allow": ["builtin:*", "extension/*"]})
+    rt.extensions.register(lambda: "a", "ext-a", "inspect", description="A")
+    rt.extensions.register(lambda: "b", "ext-b", "inspect", description="B")
+    rt.extensions.register(lambda: "ext", "ext-c", "workspace_write_file", description="C")
+    inv = rt.invocation()
+    assert inv.call_names() == {
+        "workspace_write_file": "builtin:workspace.write_file",
+        "inspect": "extension/ext-a:inspect",
+        "inspect__2": "extension/ext-b:inspect",
+        "workspace_write_file__2": "extension/ext-c:workspace_write_file",
+    }
+    results = inv.run([{"id": str(i), "name": n} for i, n in enumerate(
+        ["inspect", "inspect__2", "workspace_write_file", "workspace_write_file__2"])])
+    assert [r.content for r in results] == ["a", "b", "builtin", "ext"]
+    names = inv.call_names()
+    assert [r.tool_id for r in results] == [names[n] for n in
+                                            ["inspect", "inspect__2", "workspace_write_file", "workspace_write_file__2"]]
+
+
+def test_unregistered_or_disabled_since_the_snapshot_is_unavailable_and_nothing_runs(tmp_path):
+    rt = tooldeck.Runtime(tmp_path, builtins=[])
+    ran = []
+    tid = rt.extensions.register(lambda: ran.append(1) or "ok", "ext", "act", description="Act.")
+    inv = rt.invocation()
+    rt.extensions.set_enabled(tid, False)
+    [r] = inv.run([{"id": "1", "name": "act"}])
+    assert r.error_code == "tool.unavailable" and "No action was taken" in r.content
+    rt.extensions.set_enabled(tid, True)
+    assert inv.run([{"id": "2", "name": "act"}])[0].content == "ok"
+    rt.extensions.unregister(tid)
+    assert inv.run([{"id": "3", "name": "act"}])[0].error_code == "tool.unavailable"
+    assert ran == [1]
+    assert "act" not in rt.invocation().call_names()
+
+
+def test_scenes_enable_and_explicit_schema(tmp_path):
+    rt = tooldeck.Runtime(tmp_path, builtins=[])
+
+    @rt.tool(extension_id="ext", scenes=["session"],
+             input_schema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+             description="Search.")
+    async def search(q: str) -> str:
+        await asyncio.sleep(0)
+        return f"found {q}"
+
+    assert rt.invocation(scene="chat").call_names() == {}
+    inv = rt.invocation(scene="session")
+    assert inv.run([{"id": "1", "name": "search", "arguments": {"q": "x"}}])[0].content == "found x"
+
+
+def test_registration_errors(tmp_path):
+    rt = tooldeck.Runtime(tmp_path, builtins=[])
+    rt.extensions.register(lambda: 1, "ext", "one", description="One.")
+    with pytest.raises(tooldeck.TooldeckError) as err:
+        rt.extensions.register(lambda: 1, "ext", "one", description="One.")
+    assert err.value.code == "extension.tool_already_registered"
+    with pytest.raises(tooldeck.TooldeckError) as err:
+        rt.extensions.register(lambda: 1, "ext", "two", input_schema={"type": "array"}, description="x")
+    assert err.value.code == "extension.tool_schema_invalid"
+    with pytest.raises(tooldeck.TooldeckError):
+        rt.extensions.register(lambda: 1, "ext", "three", scenes=[], description="x")
+    with pytest.raises(tooldeck.TooldeckError):
+        rt.extensions.register(lambda: 1, "", "four", description="x")
