@@ -56,8 +56,8 @@ def test_colliding_extension_names_never_replace_builtins(tmp_path):
         ["inspect", "inspect__2", "workspace_write_file", "workspace_write_file__2"])])
     assert [r.content for r in results] == ["a", "b", "builtin", "ext"]
     names = inv.call_names()
-    assert [r.tool_id for r in results] == [names[n] for n in
-                                            ["inspect", "inspect__2", "workspace_write_file", "workspace_write_file__2"]]
+    order = ["inspect", "inspect__2", "workspace_write_file", "workspace_write_file__2"]
+    assert [r.tool_id for r in results] == [names[n] for n in order]
 
 
 def test_unregistered_or_disabled_since_the_snapshot_is_unavailable_and_nothing_runs(tmp_path):
