@@ -12,6 +12,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.catalog.sources import CallContext, TurnState
@@ -51,21 +52,25 @@ class Outcome:
 
 async def run_batch(inv: Invocation, checks: list[Admitted | Refused], call_ids: list[str],
                     turn: TurnState, round_no: int) -> list[Outcome]:
-    outcomes: list[Outcome | None] = [None] * len(checks)
-    sem = asyncio.Semaphore(inv.profile.max_concurrency)
-    i, n = 0, len(checks)
+    n = len(checks)
+    if n == 1:
+        return [await run_one(inv, checks[0], call_ids[0], 0, turn, round_no)]
+    outcomes: list[Outcome | None] = [None] * n
+    sem: asyncio.Semaphore | None = None
+    i = 0
     while i < n:
         j = i
         while j < n and _is_parallel(checks[j]):
             j += 1
         if j - i > 1:
-            group = range(i, j)
+            if sem is None:
+                sem = asyncio.Semaphore(inv.profile.max_concurrency)
 
-            async def one(k: int) -> None:
-                async with sem:
+            async def one(k: int, limit: asyncio.Semaphore = sem) -> None:
+                async with limit:
                     outcomes[k] = await run_one(inv, checks[k], call_ids[k], k, turn, round_no)
 
-            await asyncio.gather(*(one(k) for k in group))
+            await asyncio.gather(*(one(k) for k in range(i, j)))
             i = j
         else:
             outcomes[i] = await run_one(inv, checks[i], call_ids[i], i, turn, round_no)
@@ -119,15 +124,20 @@ async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:
 async def _execute(executable: Any, args: dict[str, Any], ctx: CallContext, timeout_s: float,
                    mutating: bool) -> ToolOutput:
     try:
-        if executable.is_async:
-            async with asyncio.timeout(timeout_s):
-                value = await executable.fn(args, ctx)
-        elif executable.blocking:
+        if executable.blocking:
             async with asyncio.timeout(timeout_s):
                 value = await asyncio.to_thread(executable.fn, args, ctx)
         else:
             value = executable.fn(args, ctx)
-            if inspect.isawaitable(value):
+            if type(value) is CoroutineType:
+                try:
+                    yielded = value.send(None)
+                except StopIteration as done:
+                    value = done.value
+                else:
+                    async with asyncio.timeout(timeout_s):
+                        value = await _Resume(value, yielded)
+            elif inspect.isawaitable(value):
                 async with asyncio.timeout(timeout_s):
                     value = await value
     except TimeoutError:
@@ -143,6 +153,38 @@ async def _execute(executable: Any, args: dict[str, Any], ctx: CallContext, time
             {"error": {"code": EXECUTION_FAILED, "message": detail, "exception": type(exc).__name__}},
         )
     return to_output(value)
+
+
+class _Resume:
+    """Continue a coroutine that has already yielded `first` to the event loop (`yield from` by hand).
+
+    Most tools finish without ever yielding to the loop, so dispatch runs the first step itself and
+    only pays for `asyncio.timeout` when the tool actually suspends; then it resumes it here.
+    """
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Any, first: Any) -> None:
+        self._coro, self._first = coro, first
+
+    def __await__(self) -> Any:
+        coro, yielded = self._coro, self._first
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    yielded = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
 
 
 def _timeout(ctx: CallContext, timeout_s: float, mutating: bool) -> ToolOutput:

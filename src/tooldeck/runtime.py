@@ -23,8 +23,8 @@ from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, To
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import AgentToolResult, ToolEffect
-from tooldeck.dispatch import Confirm, run_batch
-from tooldeck.gate import Admitted, Gate, GateTable, ToolChoice
+from tooldeck.dispatch import Confirm, Outcome, run_batch
+from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Guidance, Projector
 from tooldeck.records.port import (
@@ -50,7 +50,7 @@ class RunState:
     state: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Call:
     id: str
     name: str
@@ -58,9 +58,10 @@ class Call:
 
     @classmethod
     def from_wire(cls, call: Mapping[str, Any]) -> Call:
-        if not isinstance(call, Mapping):
+        if type(call) is not dict and not isinstance(call, Mapping):
             raise TooldeckError("model.invalid_tool_call", f"a call must be an object, got {type(call).__name__}")
-        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        nested = call.get("function")
+        fn = nested if nested is not None and isinstance(nested, Mapping) else call
         call_id, name = call.get("id"), fn.get("name")
         if not isinstance(call_id, str) or not call_id:
             raise TooldeckError("model.invalid_tool_call", "a tool call needs a non-empty string `id`")
@@ -98,6 +99,7 @@ class Runtime:
         self.catalog = Catalog([builtin_source(default_builtins() if builtins is None else builtins),
                                 self.extensions, *sources])
         self.recorder: Recorder = self._make_recorder(records)
+        self.recording = not isinstance(self.recorder, NullRecorder)
         self.confirm = confirm
         self.runs: dict[str, RunState] = {}
         self._gate_tables: dict[tuple[str, int], GateTable] = {}
@@ -267,34 +269,46 @@ class Invocation:
         wire = [Call.from_wire(c) for c in calls]
         self.round += 1
         round_no = self.round
-        recorder = self.runtime.recorder
-        requested = [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
-        recorder.calls_requested(self.id, round_no, requested, time.time())
-        gate = self.gate
-        checks = [gate.check(c.id, c.name, c.arguments, tool_choice) for c in wire]
-        admitted = [StartedCall(wire[i].id, i, chk.entry.tool_id, chk.args)
-                    for i, chk in enumerate(checks) if isinstance(chk, Admitted)]
-        if admitted:
-            recorder.calls_started(self.id, round_no, admitted, time.time())
-        turn = TurnState([c.name for c in wire], [False] * len(wire))
-        outcomes = await run_batch(self, checks, [c.id for c in wire], turn, round_no)
-        results: list[AgentToolResult] = []
-        finished: list[FinishedCall] = []
+        runtime = self.runtime
+        recording = runtime.recording
+        if recording:
+            requested = [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
+            runtime.recorder.calls_requested(self.id, round_no, requested, time.time())
+        check = self.gate.check
+        names: list[str] = []
+        ids: list[str] = []
+        checks: list[Admitted | Refused] = []
+        for c in wire:
+            names.append(c.name)
+            ids.append(c.id)
+            checks.append(check(c.id, c.name, c.arguments, tool_choice))
+        if recording:
+            admitted = [StartedCall(ids[i], i, chk.entry.tool_id, chk.args)
+                        for i, chk in enumerate(checks) if isinstance(chk, Admitted)]
+            if admitted:
+                runtime.recorder.calls_started(self.id, round_no, admitted, time.time())
+        outcomes = await run_batch(self, checks, ids, TurnState(names, [False] * len(wire)), round_no)
         project = self.projector.project
-        for i, (c, chk, out) in enumerate(zip(wire, checks, outcomes, strict=True)):
-            result = project(c.id, out.tool_id, round_no, out.output)
-            results.append(result)
-            for effect in out.effects:
-                self.effects.append((c.id, effect))
-            o = out.output
-            status = ("outcome_unknown" if o.is_error and o.may_have_executed
-                      else "failed" if o.is_error else "completed")
-            finished.append(FinishedCall(
-                c.id, i, out.tool_id, status, chk.args if isinstance(chk, Admitted) else None, result.content,
-                result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
-                out.started_at, out.finished_at, [e.to_dict() for e in out.effects]))
-        recorder.calls_finished(self.id, round_no, finished)
+        results: list[AgentToolResult] = []
+        for call_id, out in zip(ids, outcomes, strict=True):
+            results.append(project(call_id, out.tool_id, round_no, out.output))
+            if out.effects:
+                self.effects.extend((call_id, effect) for effect in out.effects)
+        if recording:
+            runtime.recorder.calls_finished(self.id, round_no, [
+                _finished(i, c, chk, out, result)
+                for i, (c, chk, out, result) in enumerate(zip(wire, checks, outcomes, results, strict=True))
+            ])
         return results
+
+
+def _finished(index: int, call: Call, check: Admitted | Any, out: Outcome, result: AgentToolResult) -> FinishedCall:
+    o = out.output
+    status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
+    return FinishedCall(
+        call.id, index, out.tool_id, status, check.args if isinstance(check, Admitted) else None, result.content,
+        result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
+        out.started_at, out.finished_at, [e.to_dict() for e in out.effects])
 
 
 def open(home: str | Path = ".tooldeck", **options: Any) -> Runtime:

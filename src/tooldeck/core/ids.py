@@ -59,12 +59,10 @@ class ToolId:
 
     @property
     def kind(self) -> SourceKind:
-        head = self.provider.split("/", 1)[0]
-        if head == "builtin" and self.provider == "builtin":
-            return "builtin"
-        if head in _PREFIXED_KINDS:
-            return head  # type: ignore[return-value]
-        raise ToolIdError("tool.provider_id_invalid", f"unknown tool provider {self.provider!r}")
+        kind = _KINDS.get(self.provider)
+        if kind is None:
+            kind = _KINDS[self.provider] = _kind_of(self.provider)
+        return kind
 
     @property
     def source_id(self) -> str:
@@ -73,6 +71,16 @@ class ToolId:
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.name}"
+
+
+_KINDS: dict[str, SourceKind] = {"builtin": "builtin"}
+
+
+def _kind_of(provider: str) -> SourceKind:
+    head, sep, _ = provider.partition("/")
+    if sep and head in _PREFIXED_KINDS:
+        return head  # type: ignore[return-value]
+    raise ToolIdError("tool.provider_id_invalid", f"unknown tool provider {provider!r}")
 
 
 def _segment(value: str, what: str) -> str:

@@ -140,9 +140,7 @@ def _make_executable(fn: Callable[..., Any], sig: FunctionSignature, blocking: b
             return fn(**kwargs)
 
     if is_async:
-        async def acall(args: dict[str, Any], ctx: CallContext) -> Any:
-            return await call(args, ctx)
-        return Executable(acall, True, False)
+        return Executable(call, True, False)
     return Executable(call, False, True if blocking is None else blocking)
 
 
@@ -233,7 +231,5 @@ def _raw_executable(fn: Callable[..., Any], blocking: bool | None) -> Executable
         return fn(**args, **{ctx_name: ctx}) if ctx_name else fn(**args)
 
     if inspect.iscoroutinefunction(fn):
-        async def acall(args: dict[str, Any], ctx: CallContext) -> Any:
-            return await call(args, ctx)
-        return Executable(acall, True, False)
+        return Executable(call, True, False)
     return Executable(call, False, True if blocking is None else blocking)

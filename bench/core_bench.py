@@ -1,0 +1,140 @@
+"""Per-call overhead of the pipeline (decode + gate + validate + dispatch + project, records off),
+beside a bare call, json.loads + call, decode + compiled validation + call, and the OpenAI Agents
+SDK's FunctionTool.on_invoke_tool, all in the same run. Also snapshot build time for 10/100/1,000 tools.
+
+    python -m bench.core_bench
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import jsonschema_rs
+import orjson
+
+import tooldeck
+from bench.timing import amedian_us, report
+from tooldeck.catalog import bindings as binding_prep
+from tooldeck.core.descriptors import AvailabilityContext
+from tooldeck.snapshot.snapshot import Snapshot
+
+TWO_INT = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+           "required": ["a", "b"], "additionalProperties": False}
+ARGS = '{"a": 1, "b": 2}'
+INNER = 2_000
+
+
+async def add(a: int, b: int) -> int:
+    return a + b
+
+
+async def ping() -> str:
+    return "pong"
+
+
+def peer_tools():
+    try:
+        from agents import function_tool
+        from agents.tool_context import ToolContext
+    except ImportError:
+        return None
+    add_tool, ping_tool = function_tool(add), function_tool(ping)
+
+    def ctx(name: str, args: str) -> ToolContext:
+        return ToolContext(context=None, tool_name=name, tool_call_id="c1", tool_arguments=args)
+
+    return add_tool, ping_tool, ctx
+
+
+async def per_call(home: Path) -> None:
+    rt = tooldeck.Runtime(home, builtins=[], records=False, profile={"allow": ["extension/*"]})
+    rt.tool(extension_id="bench")(add)
+    rt.tool(extension_id="bench")(ping)
+    inv = rt.invocation()
+    validator = jsonschema_rs.validator_for(TWO_INT)
+    one_add = [{"id": "c1", "name": "add", "arguments": ARGS}]
+    one_ping = [{"id": "c1", "name": "ping"}]
+    ten_add = [{"id": f"c{i}", "name": "add", "arguments": ARGS} for i in range(10)]
+    assert (await inv.arun(one_add))[0].content == "3"
+
+    async def bare() -> object:
+        return await add(1, 2)
+
+    async def json_call() -> object:
+        return await add(**json.loads(ARGS))
+
+    async def decode_validate_call() -> object:
+        args = orjson.loads(ARGS)
+        validator.validate(args)
+        return await add(**args)
+
+    async def td_add() -> object:
+        inv.gate.budget.total = 0
+        return await inv.arun(one_add)
+
+    async def td_ping() -> object:
+        inv.gate.budget.total = 0
+        return await inv.arun(one_ping)
+
+    async def td_batch() -> object:
+        inv.gate.budget.total = 0
+        return await inv.arun(ten_add)
+
+    rows = [
+        ("bare await add(1, 2)", await amedian_us(bare, INNER)),
+        ("json.loads + call", await amedian_us(json_call, INNER)),
+        ("orjson + compiled validation + call", await amedian_us(decode_validate_call, INNER)),
+        ("tooldeck two-int, 1 call per turn", await amedian_us(td_add, INNER)),
+        ("tooldeck no-arg, 1 call per turn", await amedian_us(td_ping, INNER)),
+        ("tooldeck two-int, per call in a turn of 10", await amedian_us(td_batch, INNER // 10) / 10),
+    ]
+    peer = peer_tools()
+    if peer is not None:
+        add_tool, ping_tool, ctx = peer
+
+        async def peer_add() -> object:
+            return await add_tool.on_invoke_tool(ctx("add", ARGS), ARGS)
+
+        async def peer_ping() -> object:
+            return await ping_tool.on_invoke_tool(ctx("ping", "{}"), "{}")
+
+        assert str(await peer_add()) == "3"
+        rows.append(("openai-agents FunctionTool two-int", await amedian_us(peer_add, INNER)))
+        rows.append(("openai-agents FunctionTool no-arg", await amedian_us(peer_ping, INNER)))
+    else:
+        print("  (openai-agents not installed: `pip install -e '.[bench]'` for the peer rows)")
+    print("Per-call overhead (median µs per call; ratio to the peer when present, else to a bare call):")
+    report(rows, "openai-agents FunctionTool two-int" if peer else "bare await add(1, 2)")
+    rt.close()
+
+
+def snapshot_build(home: Path) -> None:
+    print("Snapshot build (prepare bindings + names + render), median of 7:")
+    for n in (10, 100, 1_000):
+        rt = tooldeck.Runtime(home / f"s{n}", builtins=[], records=False, profile={"allow": ["extension/*"]})
+        for i in range(n):
+            rt.extensions.register(add, f"ext{i % 7}", f"tool.{i}.add", description=f"Add numbers {i}.")
+        ctx = AvailabilityContext("chat", False, "openai", "r")
+        samples = []
+        for _ in range(7):
+            start = time.perf_counter()
+            prepared = binding_prep.prepare(rt.catalog, rt.profile, ctx, "openai")
+            Snapshot.build("openai", prepared.bindings, 80)
+            samples.append((time.perf_counter() - start) * 1e3)
+        print(f"  {n:>5} tools  {statistics.median(samples):8.2f} ms")
+        rt.close()
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(per_call(Path(tmp)))
+        snapshot_build(Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
