@@ -15,7 +15,9 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	$(BIN)/pip install --quiet --no-deps '$(BFCL)'
-	@if [ -x bench/../scripts/install-node-tools ]; then ./scripts/install-node-tools; fi
+	@for script in scripts/install-node-tools scripts/install-conformance; do \
+		if [ -x $$script ]; then ./$$script || exit 1; fi; \
+	done
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,6 +30,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m bench
 
 lint: $(STAMP)
