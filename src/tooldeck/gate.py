@@ -18,6 +18,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from tooldeck.catalog.profile import Permission, Profile
 from tooldeck.core.arguments import MISSING, ToolArguments
 from tooldeck.core.errors import (
@@ -25,9 +27,13 @@ from tooldeck.core.errors import (
     CHOICE_VIOLATION,
     INVALID_ARGUMENTS,
     PERMISSION_DENIED,
+    SCHEMA_REQUIRED,
     UNKNOWN_TOOL,
+    USE_RUN_TOOL,
 )
 from tooldeck.core.results import AgentToolResult, recoverable_error
+from tooldeck.snapshot.deferred import RUN_TOOL
+from tooldeck.snapshot.schema_transforms import transform
 from tooldeck.snapshot.snapshot import Binding, Snapshot
 from tooldeck.validation import CompiledSchema
 
@@ -83,6 +89,8 @@ class GateTable:
     entries: dict[str, GateEntry]
     names: list[str]
     native_aliases: dict[str, str]
+    listed: frozenset[str]
+    """Deferred modes: call names reachable only by name (not in the tools array with a schema)."""
 
     @classmethod
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
@@ -91,22 +99,38 @@ class GateTable:
             for b in snapshot.bindings
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
-        return cls(entries, list(entries), aliases)
+        listed = frozenset(snapshot.extra.get("listed") or ())
+        return cls(entries, list(entries), aliases, listed)
 
 
 class Gate:
-    def __init__(self, snapshot: Snapshot, profile: Profile, table: GateTable | None = None) -> None:
+    def __init__(self, snapshot: Snapshot, profile: Profile, table: GateTable | None = None,
+                 fetched: set[str] | None = None) -> None:
         self.snapshot = snapshot
         self.budget = BudgetState()
         table = table or GateTable.build(snapshot, profile)
         self.entries = table.entries
         self._names = table.names
         self._native_aliases = table.native_aliases
+        self._listed = table.listed
+        self._deferred = bool(table.listed) and snapshot.loading == "deferred"
+        self._names_only = bool(table.listed) and snapshot.loading == "names_only"
+        self.fetched: set[str] = fetched if fetched is not None else set()
+        """Tool ids whose schema the model has fetched in this run (deferred modes)."""
 
     def check(
         self, call_id: str, name: str, wire_args: Any = MISSING, choice: ToolChoice = "auto"
     ) -> Admitted | Refused:
         entry = self.entries.get(name)
+        if self._deferred:
+            if name == RUN_TOOL and entry is not None:
+                return self._unwrap(call_id, entry, wire_args, choice)
+            if name in self._listed:
+                return self._refuse(call_id, entry, ToolArguments.decode(wire_args), USE_RUN_TOOL, (
+                    f"`{name}` is not callable directly. Fetch its schema with find_tools, then call "
+                    f'run_tool(name="{name}", args={{...}}).'))
+        elif self._names_only and name in self._listed and entry is not None and entry.tool_id not in self.fetched:
+            return self._schema_first(call_id, entry, ToolArguments.decode(wire_args), f"`{name}`")
         arguments = ToolArguments.decode(wire_args)
         if entry is None:
             over = self._charge(None)
@@ -147,6 +171,51 @@ class Gate:
             ), entry, arguments)
         return Admitted(entry, args, arguments, entry.permission == "ask")
 
+    def _refuse(self, call_id: str, entry: GateEntry | None, arguments: ToolArguments, code: str,
+                message: str) -> Refused:
+        """A refusal that still charges the budget (so a confused model cannot loop for free)."""
+        over = self._charge(entry)
+        tool_id = entry.tool_id if entry is not None else None
+        return Refused(recoverable_error(call_id, tool_id, BUDGET_EXHAUSTED if over else code, over or message),
+                       entry, arguments)
+
+    def _schema_first(self, call_id: str, entry: GateEntry, arguments: ToolArguments, how: str) -> Refused:
+        """The tool's schema instead of a run: the call came before the schema was fetched."""
+        self.fetched.add(entry.tool_id)
+        b = entry.binding
+        schema = orjson.dumps({"name": b.call_name, "description": b.descriptor.description,
+                               "parameters": transform(b.descriptor.input_schema, self.snapshot.provider)},
+                              option=orjson.OPT_INDENT_2).decode()
+        message = (f"`{b.call_name}` was not run: the call came before its schema was fetched. Its schema is below; "
+                   f"call {how} again with arguments that match it.\n{schema}")
+        return self._refuse(call_id, entry, arguments, SCHEMA_REQUIRED, message)
+
+    def _unwrap(self, call_id: str, run_entry: GateEntry, wire_args: Any, choice: ToolChoice) -> Admitted | Refused:
+        """`run_tool(name, args)` → the real tool; every later check sees the real tool and its id."""
+        outer = ToolArguments.decode(wire_args)
+        usage = 'run_tool needs `name` (a tool listed in the turn context) and `args` (its arguments as an object).'
+        if not outer.is_valid:
+            return self._refuse(call_id, None, outer, INVALID_ARGUMENTS, f"{usage} {outer.invalid_message()}")
+        wrapper = outer.to_replay_object()
+        name = wrapper.get("name")
+        if not isinstance(name, str) or not name.strip():
+            return self._refuse(call_id, None, outer, INVALID_ARGUMENTS, usage)
+        name = name.strip()
+        if name == RUN_TOOL:
+            return self._refuse(call_id, None, outer, INVALID_ARGUMENTS,
+                                "run_tool cannot run itself; give the name of the tool to run.")
+        entry = self.entries.get(name)
+        if entry is None:
+            return self._refuse(call_id, None, outer, UNKNOWN_TOOL, self.unknown_message(name))
+        if "args" in wrapper:
+            inner = ToolArguments.decode(wrapper["args"])
+        else:
+            # Models often flatten the arguments next to `name`; accept that spelling.
+            inner = ToolArguments.decode({k: v for k, v in wrapper.items() if k != "name"})
+        if name in self._listed and entry.tool_id not in self.fetched:
+            return self._schema_first(call_id, entry, inner, f'run_tool(name="{name}", args={{...}})')
+        return self.check_entry(call_id, entry, inner, choice)
+
     def _charge(self, entry: GateEntry | None) -> str | None:
         budget = self.budget
         limit = self.snapshot.max_calls_per_invocation
@@ -183,6 +252,8 @@ class Gate:
         if len(self._names) > _LISTED_NAMES:
             shown += f", … ({len(self._names) - _LISTED_NAMES} more)"
         hint = f" Did you mean `{guess}`?" if guess else ""
+        if self._deferred or self._names_only:
+            return f"`{name}` is not an available tool; nothing was run.{hint} Look up available tools with find_tools."
         return f"`{name}` is not an available tool; nothing was run.{hint} Available tools: {shown}."
 
     @staticmethod

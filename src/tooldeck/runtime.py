@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from tooldeck.builtins import default_builtins
+from tooldeck.builtins import default_builtins, meta
 from tooldeck.builtins.registry import BuiltinTool, builtin_source
 from tooldeck.catalog import bindings as binding_prep
 from tooldeck.catalog.catalog import Catalog
-from tooldeck.catalog.profile import Profile
+from tooldeck.catalog.profile import Profile, matches
 from tooldeck.catalog.sources import Diagnostic, ToolSource, TurnState
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
@@ -35,7 +35,9 @@ from tooldeck.records.port import (
     RequestedCall,
     StartedCall,
 )
-from tooldeck.snapshot.snapshot import Snapshot
+from tooldeck.snapshot import deferred
+from tooldeck.snapshot.search import DeferredCatalog
+from tooldeck.snapshot.snapshot import Binding, Snapshot
 from tooldeck.sources.extensions import ExtensionRegistry
 
 PROFILE_FILES = ("profile.toml", "profile.json")
@@ -96,14 +98,20 @@ class Runtime:
         self.home.mkdir(parents=True, exist_ok=True)
         self.profile = self._resolve_profile(profile) if profile is not None else self._home_profile()
         self.extensions = ExtensionRegistry()
-        self.catalog = Catalog([builtin_source(default_builtins() if builtins is None else builtins),
+        chosen = default_builtins() if builtins is None else list(builtins)
+        self.catalog = Catalog([builtin_source([*meta.TOOLS, *chosen]),
                                 self.extensions, *sources])
         self.recorder: Recorder = self._make_recorder(records)
         self.recording = not isinstance(self.recorder, NullRecorder)
         self.confirm = confirm
         self.runs: dict[str, RunState] = {}
         self._gate_tables: dict[tuple[str, int], GateTable] = {}
+        self._deferred_catalogs: dict[str, DeferredCatalog] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        # -- MCP servers (issue 6): <home>/tooldeck.toml [mcp] and <home>/mcp.json --------------------
+        from tooldeck.sources.mcp.wiring import attach_mcp
+
+        self.mcp = attach_mcp(self)
 
     # -- configuration -------------------------------------------------------------------------
     def _home_profile(self) -> Profile:
@@ -188,11 +196,44 @@ class Runtime:
             ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id)
             prepared = binding_prep.prepare(self.catalog, prof, ctx, provider)
             diagnostics = prepared.diagnostics
-            snapshot = Snapshot.build(provider, prepared.bindings, prof.max_calls_per_invocation, prof.loading)
+            snapshot = self._build_snapshot(provider, prepared.bindings, prof, diagnostics)
         inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics)
         self.recorder.invocation_started(InvocationInfo(
             run.run_id, inv.id, snapshot.provider, scene, headless, snapshot.id, snapshot.to_json(), time.time()))
         return inv
+
+    def _build_snapshot(self, provider: str, bindings: list[Binding], prof: Profile,
+                        diagnostics: list[Diagnostic]) -> Snapshot:
+        """Eager: every schema in the array. Deferred modes: a fixed array (see `snapshot/deferred.py`)."""
+        budget = prof.max_calls_per_invocation
+        if prof.loading == "eager":
+            return Snapshot.build(provider, bindings, budget, "eager")
+        pinned = [b for b in bindings if any(matches(p, b.tool_id) for p in prof.pinned)]
+        listed = [b for b in bindings if b not in pinned]
+        extra = {"pinned": [b.call_name for b in pinned], "listed": [b.call_name for b in listed]}
+        if prof.native_search:
+            if provider in deferred.NATIVE_SEARCH_PROVIDERS:
+                extra["native_search"] = True
+                extra["listed"] = []
+                tools = deferred.native_search_array(provider, pinned, listed)
+                return Snapshot.build(provider, bindings, budget, prof.loading, tools=tools, extra=extra)
+            diagnostics.append(Diagnostic("tool.native_search_unsupported", f"{provider} has no tool search of its "
+                                          "own; find_tools and run_tool are used instead."))
+        meta_bindings = []
+        for tid in deferred.meta_ids_for(prof.loading):
+            descriptor = self.catalog.descriptors()[tid]
+            meta_bindings.append(Binding(descriptor, tid.split(":", 1)[1]))
+        tools = deferred.tools_array(provider, prof.loading, meta_bindings, pinned, listed)
+        return Snapshot.build(provider, [*meta_bindings, *bindings], budget, prof.loading, tools=tools, extra=extra)
+
+    def deferred_catalog(self, snapshot: Snapshot) -> DeferredCatalog:
+        """The find_tools search index of a snapshot, built once."""
+        found = self._deferred_catalogs.get(snapshot.id)
+        if found is None:
+            if len(self._deferred_catalogs) > 64:
+                self._deferred_catalogs.clear()
+            found = self._deferred_catalogs[snapshot.id] = DeferredCatalog.build(snapshot)
+        return found
 
     def gate_table(self, snapshot: Snapshot, profile: Profile) -> GateTable:
         key = (snapshot.id, id(profile))
@@ -201,6 +242,8 @@ class Runtime:
             if len(self._gate_tables) > 256:
                 self._gate_tables.clear()
             table = self._gate_tables[key] = GateTable.build(snapshot, profile)
+            if self.mcp is not None:  # MCP `ask` tools go through the confirmation callback (issue 6)
+                self.mcp.narrow_permissions(table)
         return table
 
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -210,6 +253,8 @@ class Runtime:
         return self._loop
 
     def close(self) -> None:
+        if self.mcp is not None:  # stop MCP sessions and their server processes (issue 6)
+            self.mcp.close()
         self.recorder.close()
         if self._loop is not None and not self._loop.is_closed():
             self._loop.close()
@@ -235,7 +280,9 @@ class Invocation:
         self.headless = headless
         self.confirm = confirm
         self.diagnostics = diagnostics
-        self.gate = Gate(snapshot, profile, runtime.gate_table(snapshot, profile))
+        self.fetched: set[str] = run.state.setdefault("fetched_tools", set())
+        """Tool ids whose schema was fetched in this run (deferred modes); shared by the run's invocations."""
+        self.gate = Gate(snapshot, profile, runtime.gate_table(snapshot, profile), self.fetched)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
                                    Guidance.for_snapshot(snapshot))
         self.round = 0
@@ -251,6 +298,10 @@ class Invocation:
 
     def call_names(self) -> dict[str, str]:
         return {b.call_name: b.tool_id for b in self.snapshot.bindings}
+
+    def turn_context(self) -> str:
+        """Text for this turn's context: in the deferred modes, every listed tool by name; else empty."""
+        return deferred.turn_context(self.snapshot.loading, self.snapshot.extra.get("listed") or ())
 
     def run(self, calls: list[Mapping[str, Any]], tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
         """Sync facade over `arun`; not for use inside a running event loop."""

@@ -12,8 +12,10 @@ from tooldeck.core.errors import ProfileError
 from tooldeck.naming import allocate_one, builtin_call_name, sanitize
 from tooldeck.snapshot.snapshot import Binding
 
-# Names a completion tool of a return-mode child may take later; reserved like builtins.
-ALWAYS_RESERVED = ("task_return",)
+# Names a completion tool of a return-mode child or the meta-tools of deferred loading may take;
+# reserved like builtins so no extension or MCP tool can ever shadow them.
+ALWAYS_RESERVED = ("task_return", "find_tools", "run_tool")
+META_IDS = frozenset(("builtin:find_tools", "builtin:run_tool"))
 
 
 @dataclass
@@ -36,7 +38,7 @@ def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
                                           "will use the remaining tools.", entry))
             continue
         for tid in hits:
-            if tid in chosen or profile.is_denied(tid):
+            if tid in chosen or tid in META_IDS or profile.is_denied(tid):
                 continue
             descriptor = catalog_tools[tid]
             if descriptor.is_available(ctx):

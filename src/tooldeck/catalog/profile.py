@@ -82,6 +82,9 @@ class Profile(BaseModel):
     preview_chars: int = Field(default=3_000, ge=1)
     loading: LoadingMode = "eager"
     pinned: list[str] = Field(default_factory=list)
+    """Tools kept in the tools array with full schemas in the deferred modes (ids or globs)."""
+    native_search: bool = False
+    """In the deferred modes, use the provider's own tool search where it has one (Anthropic, OpenAI Responses)."""
     tool_timeout_s: float = Field(default=60.0, gt=0)
     tool_timeouts: dict[str, float] = Field(default_factory=dict)
     max_concurrency: int = Field(default=8, ge=1)
