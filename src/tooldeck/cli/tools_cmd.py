@@ -11,7 +11,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, ProfileOption, ProviderOption, usage_errors
+from tooldeck.cli.common import (
+    DEFAULT_HOME,
+    HomeOption,
+    LoadingOption,
+    ProfileOption,
+    ProviderOption,
+    usage_errors,
+    with_loading,
+)
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.errors import TooldeckError
 from tooldeck.runtime import Runtime
@@ -30,9 +38,10 @@ def tools(
     provider: ProviderOption = "openai",
     profile: ProfileOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the snapshot as JSON.")] = False,
+    loading: LoadingOption = None,
 ) -> None:
     """Show the tools a model would get: call name, tool id, description, parameters."""
-    rt = _open(home, profile, records=False)
+    rt = with_loading(_open(home, profile, records=False), loading)
     try:
         inv = rt.invocation(provider=provider)
     except TooldeckError as exc:
@@ -41,8 +50,9 @@ def tools(
     rows = [{"call_name": b.call_name, "tool_id": b.tool_id, "description": b.descriptor.description,
              "parameters": b.descriptor.input_schema} for b in inv.snapshot.bindings]
     if as_json:
-        sys.stdout.write(orjson.dumps({"provider": provider, "tools": rows, "tools_array": inv.tools()},
-                                      option=orjson.OPT_INDENT_2).decode() + "\n")
+        payload = {"provider": provider, "loading": inv.snapshot.loading, "tools": rows, "tools_array": inv.tools(),
+                   "turn_context": inv.turn_context()}
+        sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
     table = Table(title=f"{len(rows)} tools ({provider})")
     for col in ("call name", "tool id", "description", "parameters"):
@@ -52,7 +62,12 @@ def tools(
         required = set(r["parameters"].get("required") or [])
         params = ", ".join(f"{k}{'*' if k in required else ''}" for k in props)
         table.add_row(r["call_name"], r["tool_id"], r["description"], params)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if inv.turn_context():
+        console.print(f"[bold]{inv.snapshot.loading}[/bold]: the tools array holds "
+                      f"{', '.join(t.get('function', t).get('name', '?') for t in inv.tools()[:5])}; the turn "
+                      "context lists the rest.")
 
 
 def call(
@@ -62,9 +77,10 @@ def call(
     home: HomeOption = DEFAULT_HOME,
     provider: ProviderOption = "openai",
     profile: ProfileOption = None,
+    loading: LoadingOption = None,
 ) -> None:
     """Run one call through the whole pipeline and print the AgentToolResult as JSON."""
-    rt = _open(home, profile)
+    rt = with_loading(_open(home, profile), loading)
     try:
         inv = rt.invocation(provider=provider)
         wire: Any = MISSING if raw_args is None else raw_args
