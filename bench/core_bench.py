@@ -18,7 +18,7 @@ import jsonschema_rs
 import orjson
 
 import tooldeck
-from bench.timing import amedian_us, report
+from bench.timing import ainterleaved_us, report
 from tooldeck.catalog import bindings as binding_prep
 from tooldeck.core.descriptors import AvailabilityContext
 from tooldeck.snapshot.snapshot import Snapshot
@@ -85,14 +85,14 @@ async def per_call(home: Path) -> None:
         inv.gate.budget.total = 0
         return await inv.arun(ten_add)
 
-    rows = [
-        ("bare await add(1, 2)", await amedian_us(bare, INNER)),
-        ("json.loads + call", await amedian_us(json_call, INNER)),
-        ("orjson + compiled validation + call", await amedian_us(decode_validate_call, INNER)),
-        ("tooldeck two-int, 1 call per turn", await amedian_us(td_add, INNER)),
-        ("tooldeck no-arg, 1 call per turn", await amedian_us(td_ping, INNER)),
-        ("tooldeck two-int, per call in a turn of 10", await amedian_us(td_batch, INNER // 10) / 10),
-    ]
+    variants = {
+        "bare await add(1, 2)": bare,
+        "json.loads + call": json_call,
+        "orjson + compiled validation + call": decode_validate_call,
+        "tooldeck two-int, 1 call per turn": td_add,
+        "tooldeck no-arg, 1 call per turn": td_ping,
+        "tooldeck two-int, per call in a turn of 10": td_batch,
+    }
     peer = peer_tools()
     if peer is not None:
         add_tool, ping_tool, ctx = peer
@@ -104,10 +104,12 @@ async def per_call(home: Path) -> None:
             return await ping_tool.on_invoke_tool(ctx("ping", "{}"), "{}")
 
         assert str(await peer_add()) == "3"
-        rows.append(("openai-agents FunctionTool two-int", await amedian_us(peer_add, INNER)))
-        rows.append(("openai-agents FunctionTool no-arg", await amedian_us(peer_ping, INNER)))
+        variants["openai-agents FunctionTool two-int"] = peer_add
+        variants["openai-agents FunctionTool no-arg"] = peer_ping
     else:
         print("  (openai-agents not installed: `pip install -e '.[bench]'` for the peer rows)")
+    rows = await ainterleaved_us(variants, INNER // 10, per_call_divisor={
+        "tooldeck two-int, per call in a turn of 10": 10})
     print("Per-call overhead (median µs per call; ratio to the peer when present, else to a bare call):")
     report(rows, "openai-agents FunctionTool two-int" if peer else "bare await add(1, 2)")
     rt.close()

@@ -33,3 +33,18 @@ def report(rows: list[tuple[str, float]], baseline: str) -> None:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"  {name:<{width}}  {value:9.2f} µs   {value / base:6.2f}× {baseline}")
+
+
+async def ainterleaved_us(variants: dict[str, Callable[[], Awaitable[object]]], inner: int, repeats: int = 25,
+                          per_call_divisor: dict[str, int] | None = None) -> list[tuple[str, float]]:
+    """Median µs per iteration of each variant, measured round-robin so that load on a shared machine
+    falls on every variant alike (the ratios are what to read)."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    divisor = per_call_divisor or {}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            for _ in range(inner):
+                await fn()
+            samples[name].append((time.perf_counter() - start) / inner * 1e6 / divisor.get(name, 1))
+    return [(name, statistics.median(values)) for name, values in samples.items()]

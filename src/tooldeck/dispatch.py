@@ -86,28 +86,30 @@ def _is_parallel(check: Admitted | Refused) -> bool:
 
 async def run_one(inv: Invocation, check: Admitted | Refused, call_id: str, index: int,
                   turn: TurnState, round_no: int) -> Outcome:
-    if isinstance(check, Refused):
+    if type(check) is Refused:
         r = check.result
         turn.failed[index] = True
-        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), r.tool_id, finished_at=time.time())
-    entry = check.entry
+        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), r.tool_id, None, time.time())
+    entry = check.entry  # type: ignore[union-attr]
     binding = entry.binding
-    if check.needs_confirmation and not await _confirmed(inv, call_id, check):
+    if check.needs_confirmation and not await _confirmed(inv, call_id, check):  # type: ignore[union-attr]
         r = inv.gate.permission_refusal(call_id, entry)
         turn.failed[index] = True
-        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), entry.tool_id, finished_at=time.time())
-    executable = inv.runtime.catalog.resolve(binding.descriptor.id)
+        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), entry.tool_id, None, time.time())
+    descriptor = binding.descriptor
+    executable = inv.runtime.catalog.resolve(descriptor.id)
     if executable is None:
         turn.failed[index] = True
         return Outcome(ToolOutput.error(TOOL_UNAVAILABLE, f"`{binding.call_name}` is currently unavailable. "
-                                        "No action was taken."), entry.tool_id, finished_at=time.time())
-    ctx = CallContext(call_id, binding.descriptor.id, binding.call_name, round_no, index, inv, turn)
+                                        "No action was taken."), entry.tool_id, None, time.time())
+    ctx = CallContext(call_id, descriptor.id, binding.call_name, round_no, index, inv, turn)
     started = time.time()
-    output = await _execute(executable, check.args, ctx, entry.timeout_s,
-                            binding.descriptor.annotations.mutating)
+    output = _start(executable, check.args, ctx)  # type: ignore[union-attr]
+    if type(output) is _Pending:
+        output = await _finish(output, ctx, entry.timeout_s, descriptor.annotations.mutating)
     if output.is_error:
         turn.failed[index] = True
-    return Outcome(output, entry.tool_id, started, time.time(), True, list(output.effects))
+    return Outcome(output, entry.tool_id, started, time.time(), True, output.effects)
 
 
 async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:
@@ -121,38 +123,66 @@ async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:
     return bool(answer)
 
 
-async def _execute(executable: Any, args: dict[str, Any], ctx: CallContext, timeout_s: float,
-                   mutating: bool) -> ToolOutput:
+@dataclass(slots=True)
+class _Pending:
+    """A tool that did not finish on its first step: a suspended coroutine, an awaitable, or a thread job."""
+
+    awaitable: Any
+    yielded: Any = None
+    thread_job: tuple[Any, dict[str, Any]] | None = None
+
+
+def _start(executable: Any, args: dict[str, Any], ctx: CallContext) -> ToolOutput | _Pending:
+    """Run the tool as far as it goes without the event loop.
+
+    Most tools finish on their first step (a sync function, or a coroutine that never suspends);
+    they cost no task, no timer and no extra coroutine. Anything else comes back as `_Pending`.
+    """
+    if executable.blocking:
+        return _Pending(None, None, (executable.fn, args))
     try:
-        if executable.blocking:
-            async with asyncio.timeout(timeout_s):
-                value = await asyncio.to_thread(executable.fn, args, ctx)
-        else:
-            value = executable.fn(args, ctx)
-            if type(value) is CoroutineType:
-                try:
-                    yielded = value.send(None)
-                except StopIteration as done:
-                    value = done.value
-                else:
-                    async with asyncio.timeout(timeout_s):
-                        value = await _Resume(value, yielded)
-            elif inspect.isawaitable(value):
-                async with asyncio.timeout(timeout_s):
-                    value = await value
+        value = executable.fn(args, ctx)
+        if type(value) is CoroutineType:
+            try:
+                yielded = value.send(None)
+            except StopIteration as done:
+                value = done.value
+            else:
+                return _Pending(value, yielded)
+        elif inspect.isawaitable(value):
+            return _Pending(value)
+    except Exception as exc:
+        return _failure(exc, ctx)
+    return to_output(value)
+
+
+async def _finish(pending: _Pending, ctx: CallContext, timeout_s: float, mutating: bool) -> ToolOutput:
+    try:
+        async with asyncio.timeout(timeout_s):
+            if pending.thread_job is not None:
+                fn, args = pending.thread_job
+                value = await asyncio.to_thread(fn, args, ctx)
+            elif pending.yielded is not None or type(pending.awaitable) is CoroutineType:
+                value = await _Resume(pending.awaitable, pending.yielded)
+            else:
+                value = await pending.awaitable
     except TimeoutError:
         return _timeout(ctx, timeout_s, mutating)
-    except ToolCallError as exc:
-        return ToolOutput.error(exc.code, exc.message, exc.structured)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        detail = str(exc) or type(exc).__name__
-        return ToolOutput.error(
-            EXECUTION_FAILED, f"`{ctx.call_name}` failed: {type(exc).__name__}: {detail}",
-            {"error": {"code": EXECUTION_FAILED, "message": detail, "exception": type(exc).__name__}},
-        )
+        return _failure(exc, ctx)
     return to_output(value)
+
+
+def _failure(exc: Exception, ctx: CallContext) -> ToolOutput:
+    if isinstance(exc, ToolCallError):
+        return ToolOutput.error(exc.code, exc.message, exc.structured)
+    detail = str(exc) or type(exc).__name__
+    return ToolOutput.error(
+        EXECUTION_FAILED, f"`{ctx.call_name}` failed: {type(exc).__name__}: {detail}",
+        {"error": {"code": EXECUTION_FAILED, "message": detail, "exception": type(exc).__name__}},
+    )
 
 
 class _Resume:

@@ -23,7 +23,7 @@ from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, To
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import AgentToolResult, ToolEffect
-from tooldeck.dispatch import Confirm, Outcome, run_batch
+from tooldeck.dispatch import Confirm, Outcome, run_batch, run_one
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Guidance, Projector
@@ -89,7 +89,7 @@ class Runtime:
         home: str | Path = ".tooldeck",
         *,
         profile: Profile | Mapping[str, Any] | str | Path | None = None,
-        records: bool | Recorder = False,
+        records: bool | Recorder = True,
         builtins: Iterable[BuiltinTool] | None = None,
         confirm: Confirm | None = None,
         sources: Iterable[ToolSource] = (),
@@ -265,6 +265,14 @@ class Runtime:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- records: resume a recorded invocation (issue 3; see tooldeck.records.resume) -------------
+    def resume(self, invocation_id: str, *, confirm: Confirm | None = None) -> Invocation:
+        """Reopen a recorded invocation with its stored snapshot; its interrupted calls get
+        `outcome_unknown` error results and are never run again."""
+        from tooldeck.records.resume import resume_invocation
+
+        return resume_invocation(self, invocation_id, confirm=confirm).invocation
+
 
 class Invocation:
     """One model invocation: a frozen snapshot, its gate and budget, and its rounds of calls."""
@@ -338,7 +346,11 @@ class Invocation:
                         for i, chk in enumerate(checks) if isinstance(chk, Admitted)]
             if admitted:
                 runtime.recorder.calls_started(self.id, round_no, admitted, time.time())
-        outcomes = await run_batch(self, checks, ids, TurnState(names, [False] * len(wire)), round_no)
+        turn = TurnState(names, [False] * len(wire))
+        if len(checks) == 1:
+            outcomes = [await run_one(self, checks[0], ids[0], 0, turn, round_no)]
+        else:
+            outcomes = await run_batch(self, checks, ids, turn, round_no)
         project = self.projector.project
         results: list[AgentToolResult] = []
         for call_id, out in zip(ids, outcomes, strict=True):

@@ -38,6 +38,16 @@ class ToolArguments:
 
     @classmethod
     def decode(cls, wire: Any = MISSING) -> ToolArguments:
+        kind = type(wire)
+        if kind is dict:
+            return cls(wire, None)
+        if kind is str and wire and wire[0] == "{" and wire[-1] == "}":
+            try:
+                value = orjson.loads(wire)
+            except orjson.JSONDecodeError:
+                return cls(None, wire)
+            if type(value) is dict:
+                return cls(value, None)
         if wire is MISSING or wire is None:
             return cls({}, None)
         if isinstance(wire, dict):

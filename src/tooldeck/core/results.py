@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +29,8 @@ class ToolOutput:
     structured: Any = None
     is_error: bool = False
     error_code: str | None = None
-    resource_refs: list[str] = field(default_factory=list)
-    effects: list[ToolEffect] = field(default_factory=list)
+    resource_refs: Sequence[str] = ()
+    effects: Sequence[ToolEffect] = ()
     raw: Any = None
     may_have_executed: bool = False
     """For errors: whether the operation may have run (timeouts, lost connections)."""
