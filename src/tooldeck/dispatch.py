@@ -103,13 +103,14 @@ async def run_one(inv: Invocation, check: Admitted | Refused, call_id: str, inde
         return Outcome(ToolOutput.error(TOOL_UNAVAILABLE, f"`{binding.call_name}` is currently unavailable. "
                                         "No action was taken."), entry.tool_id, None, time.time())
     ctx = CallContext(call_id, descriptor.id, binding.call_name, round_no, index, inv, turn)
-    started = time.time()
+    timed = inv.runtime.recording
+    started = time.time() if timed else None
     output = _start(executable, check.args, ctx)  # type: ignore[union-attr]
     if type(output) is _Pending:
         output = await _finish(output, ctx, entry.timeout_s, descriptor.annotations.mutating)
     if output.is_error:
         turn.failed[index] = True
-    return Outcome(output, entry.tool_id, started, time.time(), True, output.effects)
+    return Outcome(output, entry.tool_id, started, time.time() if timed else 0.0, True, output.effects)
 
 
 async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:

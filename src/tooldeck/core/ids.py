@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from tooldeck.core.errors import ToolIdError
@@ -11,7 +11,7 @@ SourceKind = Literal["builtin", "mcp", "extension", "script"]
 _PREFIXED_KINDS = ("mcp", "extension", "script")
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True, order=True, eq=True)
 class ToolId:
     """`<provider>:<native name>`, split at the first `:`.
 
@@ -21,8 +21,17 @@ class ToolId:
 
     provider: str
     name: str
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
+        # Ids are dict keys on the hot path (catalog lookups); hash once.
+        object.__setattr__(self, "_hash", hash((self.provider, self.name)))
+        self._validate()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def _validate(self) -> None:
         if not self.provider:
             raise ToolIdError("tool.provider_id_empty", "the provider part of a tool id is empty")
         if ":" in self.provider:
