@@ -1,0 +1,33 @@
+"""What the workspace builtins share: the per-call store and policy, and description text."""
+
+from __future__ import annotations
+
+from tooldeck.catalog.profile import WorkspaceRoots
+from tooldeck.catalog.sources import CallContext
+from tooldeck.workspace.paths import PathPolicy
+from tooldeck.workspace.store import WorkspaceStore, for_run
+
+DEFAULT_POLICY = PathPolicy.from_roots(WorkspaceRoots())
+
+
+def workspace(ctx: CallContext) -> tuple[WorkspaceStore, PathPolicy]:
+    store = for_run(ctx.run)
+    return store, store.policy(ctx.invocation.profile.workspace)
+
+
+def call_name(ctx: CallContext, tool_id: str) -> str | None:
+    """The call name of another tool in this invocation's snapshot, or None when the model lacks it."""
+    for b in ctx.invocation.snapshot.bindings:
+        if b.tool_id == tool_id:
+            return b.call_name
+    return None
+
+
+def roots_sentence(policy: PathPolicy = DEFAULT_POLICY) -> str:
+    writable = ", ".join(f"`{r}/`" for r in policy.writable)
+    read_only = ", ".join(f"`{r}/`" for r in policy.read_only)
+    return (f"Workspace paths are relative, e.g. `{policy.body_file}`. Writable folders: {writable}; "
+            f"read-only: {read_only}; everything else is hidden. The reply body is `{policy.body_file}`.")
+
+
+PATH_PROPERTY = {"type": "string", "description": "Relative workspace path, e.g. `output/main.md`."}

@@ -1,0 +1,127 @@
+"""Earlier versions of workspace files and the trash of removed files.
+
+Both live in the workspace's hidden `.tooldeck/` folder (not a root, so the model never sees it),
+which makes them survive across the runs of a session workspace. Every overwrite keeps the previous
+bytes as a numbered version (the newest `MAX_VERSIONS` per file are kept); a removed file is moved,
+not copied, into the trash. Callers hold the file's path lock around these calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+MAX_VERSIONS = 20
+HIDDEN_DIR = ".tooldeck"
+
+
+def path_key(rel: str) -> str:
+    return hashlib.sha256(rel.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    number: int
+    size: int
+    saved_at: float
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class TrashEntry:
+    entry_id: str
+    rel: str
+    sha256: str
+    size: int
+    removed_at: float
+    directory: Path
+
+    @property
+    def content(self) -> Path:
+        return self.directory / "content"
+
+
+class History:
+    def __init__(self, workspace_root: str) -> None:
+        base = Path(workspace_root) / HIDDEN_DIR
+        self.versions_dir = base / "versions"
+        self.trash_dir = base / "trash"
+
+    # -- versions ---------------------------------------------------------------------------------
+    def _version_dir(self, rel: str) -> Path:
+        return self.versions_dir / path_key(rel)
+
+    def versions(self, rel: str) -> list[Version]:
+        """Saved versions of `rel`, oldest first."""
+        d = self._version_dir(rel)
+        try:
+            names = os.listdir(d)
+        except FileNotFoundError:
+            return []
+        out = []
+        for name in names:
+            if name.isdigit():
+                st = (d / name).stat()
+                out.append(Version(int(name), st.st_size, st.st_mtime, d / name))
+        out.sort(key=lambda v: v.number)
+        return out
+
+    def save_version(self, rel: str, data: bytes) -> int:
+        d = self._version_dir(rel)
+        d.mkdir(parents=True, exist_ok=True)
+        existing = self.versions(rel)
+        number = existing[-1].number + 1 if existing else 1
+        if not existing:
+            (d / "path").write_text(rel, encoding="utf-8")
+        tmp = d / f".tmp-{uuid.uuid4().hex}"
+        tmp.write_bytes(data)
+        os.replace(tmp, d / f"{number:08d}")
+        for old in existing[: max(0, len(existing) + 1 - MAX_VERSIONS)]:
+            old.path.unlink(missing_ok=True)
+        return number
+
+    def version_bytes(self, rel: str, number: int) -> bytes | None:
+        try:
+            return (self._version_dir(rel) / f"{number:08d}").read_bytes()
+        except FileNotFoundError:
+            return None
+
+    # -- trash ------------------------------------------------------------------------------------
+    def new_trash_entry(self, rel: str, sha256: str, size: int) -> TrashEntry:
+        entry_id = f"{path_key(rel)}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        directory = self.trash_dir / entry_id
+        directory.mkdir(parents=True)
+        entry = TrashEntry(entry_id, rel, sha256, size, time.time(), directory)
+        meta = {"path": rel, "sha256": sha256, "size": size, "removed_at": entry.removed_at}
+        (directory / "meta.json").write_bytes(orjson.dumps(meta))
+        return entry
+
+    def latest_removed(self, rel: str) -> TrashEntry | None:
+        """The most recently removed file that was at `rel`, if it is still in the trash."""
+        prefix = path_key(rel) + "-"
+        try:
+            names = sorted((n for n in os.listdir(self.trash_dir) if n.startswith(prefix)), reverse=True)
+        except FileNotFoundError:
+            return None
+        for name in names:
+            directory = self.trash_dir / name
+            try:
+                meta = orjson.loads((directory / "meta.json").read_bytes())
+            except FileNotFoundError:
+                continue
+            if (directory / "content").exists():
+                return TrashEntry(name, meta["path"], meta["sha256"], meta["size"], meta["removed_at"], directory)
+        return None
+
+    def discard(self, entry: TrashEntry) -> None:
+        (entry.directory / "meta.json").unlink(missing_ok=True)
+        entry.content.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            entry.directory.rmdir()
