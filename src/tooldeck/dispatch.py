@@ -16,7 +16,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.catalog.sources import CallContext, TurnState
-from tooldeck.core.errors import EXECUTION_FAILED, TIMEOUT, TOOL_UNAVAILABLE, ToolCallError
+from tooldeck.core.errors import EXECUTION_FAILED, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
 from tooldeck.core.results import ToolOutput
 from tooldeck.gate import Admitted, Refused
 from tooldeck.sources.extensions import to_output
@@ -177,8 +177,15 @@ async def _finish(pending: _Pending, ctx: CallContext, timeout_s: float, mutatin
 
 
 def _failure(exc: Exception, ctx: CallContext) -> ToolOutput:
+    """A tool's exception as a result, except host faults: those propagate.
+
+    An `OSError` escaping a builtin is a host fault too (builtins map every error the model can fix
+    to a `ToolCallError`); from extension or MCP code it is that tool's failure, reported as a result.
+    """
     if isinstance(exc, ToolCallError):
         return ToolOutput.error(exc.code, exc.message, exc.structured)
+    if isinstance(exc, HostFault) or (isinstance(exc, OSError) and ctx.tool_id.kind == "builtin"):
+        raise exc
     detail = str(exc) or type(exc).__name__
     return ToolOutput.error(
         EXECUTION_FAILED, f"`{ctx.call_name}` failed: {type(exc).__name__}: {detail}",

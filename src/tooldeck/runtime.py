@@ -162,13 +162,18 @@ class Runtime:
         return register
 
     # -- runs and invocations -------------------------------------------------------------------
-    def run_state(self, run_id: str | None = None) -> RunState:
+    def run_state(self, run_id: str | None = None, workspace: str | Path | None = None) -> RunState:
+        """The state of run `run_id` (created on first use). `workspace` lets several runs share one
+        session workspace directory; by default each run has `<home>/workspaces/<run-id>/`."""
         rid = run_id or f"run_{uuid.uuid4().hex[:16]}"
         state = self.runs.get(rid)
+        if state is not None and workspace is not None and state.workspace_root != Path(workspace).resolve():
+            raise TooldeckError("run.workspace_conflict", f"run {rid} already uses {state.workspace_root}")
         if state is None:
             if "/" in rid or "\\" in rid or rid in (".", "..") or not rid.strip():
                 raise TooldeckError("run.id_invalid", f"run id {rid!r} must be one path segment")
-            state = RunState(rid, self.home / "workspaces" / rid)
+            root = Path(workspace).resolve() if workspace is not None else self.home / "workspaces" / rid
+            state = RunState(rid, root)
             state.workspace_root.mkdir(parents=True, exist_ok=True)
             self.runs[rid] = state
         return state
@@ -183,6 +188,7 @@ class Runtime:
         *,
         confirm: Confirm | None = None,
         snapshot: Snapshot | None = None,
+        workspace: str | Path | None = None,
     ) -> Invocation:
         if provider not in PROTOCOLS:
             raise TooldeckError("invocation.provider_invalid",
@@ -190,7 +196,7 @@ class Runtime:
         if scene not in ALL_SCENES:
             raise TooldeckError("invocation.scene_invalid", f"unknown scene {scene!r}; expected chat or session")
         prof = self._resolve_profile(profile) if profile is not None else self.profile
-        run = self.run_state(run_id)
+        run = self.run_state(run_id, workspace)
         diagnostics: list[Diagnostic] = []
         if snapshot is None:
             ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id)

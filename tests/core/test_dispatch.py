@@ -102,3 +102,26 @@ async def test_sync_facade_refuses_inside_a_running_loop(tmp_path):
         raise AssertionError("run() inside a loop must refuse")
     [r] = await inv.arun(calls("inline"))
     assert not r.is_error
+
+
+def test_host_faults_propagate_but_extension_os_errors_are_results(tmp_path):
+    import errno
+
+    import pytest
+
+    def disk_fails(args, ctx):
+        raise OSError(errno.EIO, "Input/output error")
+
+    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("disk.read", disk_fails)],
+                          profile={"allow": ["builtin:*", "extension/*"]})
+
+    @rt.tool(extension_id="ext")
+    def fetch() -> str:
+        """Fetch."""
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+
+    inv = rt.invocation()
+    [r] = inv.run(calls("fetch"))
+    assert r.error_code == "tool.execution_failed" and "Connection refused" in r.content
+    with pytest.raises(OSError):
+        inv.run(calls("disk_read"))

@@ -24,6 +24,11 @@ class ProfileError(TooldeckError, ValueError):
     """A Profile is malformed or names something it cannot."""
 
 
+class HostFault(TooldeckError):
+    """A fault of the host (storage, I/O, runtime state) that no model can fix: it propagates out of
+    `Invocation.arun` to the caller instead of becoming a tool result."""
+
+
 class ToolCallError(Exception):
     """Raised by a tool handler for a failure the model can fix.
 
