@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.profile import WorkspaceRoots
 from tooldeck.catalog.sources import CallContext
+from tooldeck.core.descriptors import ToolDescriptor
 from tooldeck.workspace.paths import PathPolicy
 from tooldeck.workspace.store import WorkspaceStore, for_run
 
@@ -31,3 +36,17 @@ def roots_sentence(policy: PathPolicy = DEFAULT_POLICY) -> str:
 
 
 PATH_PROPERTY = {"type": "string", "description": "Relative workspace path, e.g. `output/main.md`."}
+
+
+def for_profile(descriptor: ToolDescriptor, profile: Any) -> ToolDescriptor:
+    """The descriptor with the Profile's own roots and body file in its text."""
+    policy = PathPolicy.from_roots(profile.workspace)
+    if roots_sentence(policy) == roots_sentence():
+        return descriptor
+    text = descriptor.description.replace(roots_sentence(), roots_sentence(policy))
+    text = text.replace(f"`{DEFAULT_POLICY.body_file}`", f"`{policy.body_file}`")
+    return replace(descriptor, description=text)
+
+
+def profile_aware(tools: list[BuiltinTool]) -> list[BuiltinTool]:
+    return [replace(t, descriptor=replace(t.descriptor, materialize=for_profile)) for t in tools]

@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any, Final
 
 from tooldeck.builtins.registry import BuiltinTool
-from tooldeck.builtins.workspace_common import DEFAULT_POLICY, call_name, roots_sentence, workspace
+from tooldeck.builtins.workspace_common import (
+    DEFAULT_POLICY,
+    call_name,
+    profile_aware,
+    roots_sentence,
+    workspace,
+)
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
@@ -101,7 +107,7 @@ FINISH = ToolDescriptor(
     annotations=ToolAnnotations(control=True),
 )
 
-TOOLS = [
+TOOLS = profile_aware([
     BuiltinTool(COMMIT, commit, blocking=True),
     BuiltinTool(FINISH, finish),
-]
+])

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tooldeck.builtins.registry import BuiltinTool
-from tooldeck.builtins.workspace_common import PATH_PROPERTY, roots_sentence, workspace
+from tooldeck.builtins.workspace_common import PATH_PROPERTY, profile_aware, roots_sentence, workspace
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
@@ -328,9 +328,9 @@ RESTORE_FILE = ToolDescriptor(
     annotations=MUTATING,
 )
 
-TOOLS = [
+TOOLS = profile_aware([
     BuiltinTool(WRITE_FILE, write_file, blocking=True),
     BuiltinTool(APPLY_PATCH, apply_patch, blocking=True),
     BuiltinTool(REMOVE_FILE, remove_file, blocking=True),
     BuiltinTool(RESTORE_FILE, restore_file, blocking=True),
-]
+])

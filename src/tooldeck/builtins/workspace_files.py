@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from tooldeck.builtins.registry import BuiltinTool
-from tooldeck.builtins.workspace_common import PATH_PROPERTY, call_name, roots_sentence, workspace
+from tooldeck.builtins.workspace_common import (
+    PATH_PROPERTY,
+    call_name,
+    profile_aware,
+    roots_sentence,
+    workspace,
+)
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
@@ -135,8 +141,8 @@ READ_FILE = ToolDescriptor(
     annotations=READ_ONLY,
 )
 
-TOOLS = [
+TOOLS = profile_aware([
     BuiltinTool(LIST_FILES, list_files, blocking=True),
     BuiltinTool(SEARCH_FILES, search_files, blocking=True),
     BuiltinTool(READ_FILE, read_file, blocking=True),
-]
+])

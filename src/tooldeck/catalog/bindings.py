@@ -47,6 +47,9 @@ def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
 
 
 def apply_override(descriptor: ToolDescriptor, profile: Profile) -> ToolDescriptor:
+    """The descriptor for this Profile: materialised by its source, then the Profile's text override."""
+    if descriptor.materialize is not None:
+        descriptor = descriptor.materialize(descriptor, profile)
     override = profile.descriptions.get(str(descriptor.id))
     if override is None:
         return descriptor

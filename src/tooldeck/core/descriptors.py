@@ -60,6 +60,8 @@ class ToolDescriptor:
     available: Availability | None = None
     model_name: str | None = None
     """The name the source wants the model to see before sanitising (e.g. an extension's `name`)."""
+    materialize: Callable[[ToolDescriptor, Any], ToolDescriptor] | None = field(default=None, compare=False)
+    """Rewrites the descriptor for the invocation's Profile (e.g. the workspace roots in its text)."""
 
     def is_available(self, ctx: AvailabilityContext) -> bool:
         return ctx.scene in self.scenes and (self.available is None or bool(self.available(ctx)))
