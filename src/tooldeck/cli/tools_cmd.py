@@ -25,7 +25,7 @@ from tooldeck.core.errors import TooldeckError
 from tooldeck.runtime import Runtime
 
 
-def _open(home: Path, profile: Path | None, records: bool = False) -> Runtime:
+def _open(home: Path, profile: Path | None, records: bool = True) -> Runtime:
     try:
         return Runtime(home, profile=profile, records=records)
     except TooldeckError as exc:

@@ -1,0 +1,152 @@
+"""Records: per-call overhead of recording (records on vs off, same run, a turn of 10 calls of a
+trivial async extension tool), and replay of a 1,000-call history into each provider format.
+
+    python -m bench.records_bench
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import tooldeck
+from bench.timing import report
+from tooldeck.core.descriptors import ToolAnnotations
+from tooldeck.protocols import FORMATS
+from tooldeck.records.replay import replay, replay_history
+from tooldeck.snapshot.snapshot import Snapshot
+
+ARGS = '{"a": 1, "b": 2}'
+TURN = 10
+HISTORY_ROUNDS = 100
+
+
+async def add(a: int, b: int) -> int:
+    return a + b
+
+
+def _runtime(home: Path, records: bool) -> tooldeck.Runtime:
+    rt = tooldeck.Runtime(home, builtins=[], records=records, profile={"allow": ["extension/*"]})
+    rt.tool(extension_id="bench", annotations=ToolAnnotations(concurrency_safe=True))(add)
+    return rt
+
+
+async def per_call(home: Path) -> None:
+    off, on = _runtime(home / "off", False), _runtime(home / "on", True)
+    inv_off, inv_on = off.invocation(), on.invocation()
+    turn = [{"id": f"call_{i}", "name": "add", "arguments": ARGS} for i in range(TURN)]
+    assert [r.content for r in await inv_on.arun(turn)] == ["3"] * TURN
+
+    async def records_off() -> object:
+        inv_off.gate.budget.total = 0
+        return await inv_off.arun(turn)
+
+    async def records_on() -> object:
+        inv_on.gate.budget.total = 0
+        return await inv_on.arun(turn)
+
+    rows, cpu = await _interleaved({"records off": records_off, "records on": records_on}, inner=20, repeats=31)
+    print(f"Per call in a turn of {TURN} (median over 31 interleaved batches of 20 turns):")
+    print("  wall time:")
+    report(rows, "records off")
+    print("  CPU time of the process (all threads; less sensitive to other jobs on the machine):")
+    report(cpu, "records off")
+    wall, cpu_v = dict(rows), dict(cpu)
+    print(f"  recording adds {wall['records on'] - wall['records off']:.2f} µs wall, "
+          f"{cpu_v['records on'] - cpu_v['records off']:.2f} µs CPU per call")
+    off.close()
+    on.close()
+
+
+async def _interleaved(variants: dict[str, Callable[[], Awaitable[object]]], inner: int, repeats: int
+                       ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    wall: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(inner):
+                await fn()
+            wall[name].append((time.perf_counter() - w0) / inner / TURN * 1e6)
+            cpu[name].append((time.process_time() - c0) / inner / TURN * 1e6)
+    return ([(n, statistics.median(v)) for n, v in wall.items()], [(n, statistics.median(v)) for n, v in cpu.items()])
+
+
+def port_only(home: Path) -> None:
+    """The store alone: the three port calls of a turn of 10, records built in advance."""
+    from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
+    from tooldeck.records.store import SqliteRecorder
+
+    store = SqliteRecorder(home / "port" / "records.sqlite")
+    inv = "inv_port_only"
+    store.invocation_started(InvocationInfo("run_port", inv, "openai", "chat", False, "snap_port", "{}", time.time()))
+    turns = 3_000
+    req = [RequestedCall(f"call_{i}", "add", ARGS, i) for i in range(TURN)]
+    started = [StartedCall(f"call_{i}", i, "extension/bench:add", {"a": 1, "b": 2}) for i in range(TURN)]
+    finished = [FinishedCall(f"call_{i}", i, "extension/bench:add", "completed", {"a": 1, "b": 2}, "3", 3, False,
+                             None, [], 3, 1.0, 2.0) for i in range(TURN)]
+    samples_wall, samples_cpu = [], []
+    for chunk in range(turns // 100):
+        w0, c0 = time.perf_counter(), time.process_time()
+        for r in range(chunk * 100 + 1, chunk * 100 + 101):
+            store.calls_requested(inv, r, req, 1.0)
+            store.calls_started(inv, r, started, 1.0)
+            store.calls_finished(inv, r, finished)
+        samples_wall.append((time.perf_counter() - w0) / 100 / TURN * 1e6)
+        samples_cpu.append((time.process_time() - c0) / 100 / TURN * 1e6)
+    store.close()
+    print(f"The store alone (3 transactions per turn of {TURN}, {turns:,} turns): "
+          f"{statistics.median(samples_wall):.2f} µs wall, {statistics.median(samples_cpu):.2f} µs CPU per call")
+
+
+def _history(home: Path) -> tuple[tooldeck.Runtime, str]:
+    rt = _runtime(home / "history", True)
+    inv = rt.invocation()
+    for r in range(HISTORY_ROUNDS):
+        inv.gate.budget.total = 0
+        inv.run([{"id": f"call_{r}_{i}", "name": "add" if i != 7 else "nope",
+                  "arguments": ARGS if i % 4 else ("[1,2]" if i == 4 else {"a": r, "b": i})} for i in range(TURN)])
+    return rt, inv.id
+
+
+def replay_speed(home: Path) -> None:
+    rt, inv_id = _history(home)
+    store = rt.recorder
+    history = store.history(inv_id)  # type: ignore[attr-defined]
+    assert len(history.calls) == HISTORY_ROUNDS * TURN
+    recorded = Snapshot.from_json(store.snapshot_json(history.summary.snapshot_id))  # type: ignore[attr-defined]
+
+    def median_ms(fn: object, repeats: int = 9) -> float:
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()  # type: ignore[operator]
+            samples.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(samples)
+
+    read = median_ms(lambda: store.history(inv_id))  # type: ignore[attr-defined]
+    print(f"Replay of a {len(history.calls):,}-call history ({HISTORY_ROUNDS} turns of {TURN}), median ms:")
+    print(f"  read the history from the store: {read:.2f} ms")
+    base = None
+    for fmt in FORMATS:
+        render_ms = median_ms(lambda fmt=fmt: replay_history(history, fmt, recorded))
+        full_ms = median_ms(lambda fmt=fmt: replay(store, inv_id, fmt))  # type: ignore[arg-type]
+        base = base or render_ms
+        print(f"  {fmt:<17} render {render_ms:7.2f} ms ({render_ms / len(history.calls) * 1e3:5.2f} µs/call, "
+              f"{render_ms / base:4.2f}× openai)   read + render {full_ms:7.2f} ms")
+    rt.close()
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(per_call(Path(tmp)))
+        port_only(Path(tmp))
+        replay_speed(Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Provider-neutral shapes shared by the wire modules: one model turn of tool calls with their
+results (what replay renders), a decoded call (what decoding produces), and a rule violation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from tooldeck.core.arguments import MISSING, ToolArguments
+from tooldeck.core.errors import TooldeckError
+from tooldeck.core.results import ERROR_MARKER
+
+INVALID_TOOL_CALL = "model.invalid_tool_call"
+TEMPLATE_TOKEN = "<|"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayCall:
+    """One call and its one result, ready for any provider (ids and names already final)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    content: str
+    is_error: bool = False
+
+    def arguments_json(self) -> str:
+        return orjson.dumps(self.arguments).decode()
+
+    def marked_text(self) -> str:
+        """The result text for providers without an error flag (same rule as AgentToolResult.model_text)."""
+        if self.is_error:
+            return f"{ERROR_MARKER}\n\n{self.content.strip()}"
+        return self.content
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayTurn:
+    """One assistant turn: its tool calls in the order the model sent them, each with its result."""
+
+    calls: tuple[ReplayCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A message list breaks a provider rule that would make the request fail (HTTP 400)."""
+
+    code: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code} at {self.path}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedCall:
+    """A tool call parsed from a provider response: arguments decoded, the wire value kept verbatim."""
+
+    id: str
+    name: str
+    arguments: ToolArguments
+    raw: Any
+    """The wire arguments exactly as received (a JSON string, an object, or MISSING)."""
+    synthesized_id: bool = False
+
+    def to_call(self) -> dict[str, Any]:
+        """The runtime call `{"id", "name", "arguments"}`; `arguments` is the raw wire value, so the
+        records keep it verbatim and the gate decodes it through ToolArguments itself."""
+        call: dict[str, Any] = {"id": self.id, "name": self.name}
+        if self.raw is not MISSING:
+            call["arguments"] = self.raw
+        return call
+
+
+def clean_name(name: Any, where: str) -> str:
+    """The model's call name with leaked chat-template tokens (from `<|` on) cut off."""
+    if not isinstance(name, str):
+        raise TooldeckError(INVALID_TOOL_CALL, f"{where} has no function name; the model must name the tool it "
+                            "calls (ask it to retry the turn)")
+    cut = name.split(TEMPLATE_TOKEN, 1)[0].strip()
+    if not cut:
+        raise TooldeckError(INVALID_TOOL_CALL, f"{where} has an empty function name ({name!r}); ask the model to "
+                            "retry the turn")
+    return cut
+
+
+def require_id(call_id: Any, where: str) -> str:
+    if not isinstance(call_id, str) or not call_id.strip():
+        raise TooldeckError(INVALID_TOOL_CALL, f"{where} has no call id; the provider must send one to pair the "
+                            "result with the call (ask the model to retry the turn)")
+    return call_id
+
+
+def decoded(call_id: str, name: str, raw: Any, synthesized: bool = False) -> DecodedCall:
+    return DecodedCall(call_id, name, ToolArguments.decode(raw), raw, synthesized)

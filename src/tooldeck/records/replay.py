@@ -1,0 +1,101 @@
+"""Replay: a recorded invocation's tool history in a provider's wire format.
+
+Per round: one assistant turn with its calls in the order the model sent them, then exactly one
+result per call in that same order, whatever order they completed in. Rules:
+
+- arguments are the recorded raw wire arguments decoded by `ToolArguments`; invalid ones replay as
+  `{}` and their paired error result says why;
+- a call without a result (interrupted) gets the interrupted-call error: it may or may not have
+  run and will not be retried (or, if it never reached dispatch, that nothing ran);
+- call names are the snapshot's names (or, with `snapshot=`, the names the given snapshot binds
+  to the same tool ids), made valid and unique for the target provider; names the model invented
+  are sanitised the same way;
+- call ids are kept where the provider accepts them, else rewritten deterministically
+  (`protocols.ids`), the same on the call and its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tooldeck.core.arguments import MISSING, ToolArguments
+from tooldeck.naming import allocate_one
+from tooldeck.protocols import NAME_PROTOCOL, format_name, render
+from tooldeck.protocols.common import ReplayCall, ReplayTurn
+from tooldeck.protocols.ids import IdMap
+from tooldeck.records.interrupted import interrupted_outcome
+from tooldeck.records.reader import CallRecord, InvocationHistory, RecordReader
+from tooldeck.snapshot.snapshot import Snapshot
+
+
+class _Names:
+    """Recorded call name → the name the target provider gets (stable, valid, unique)."""
+
+    def __init__(self, recorded: Snapshot | None, current: Snapshot | None, protocol: str) -> None:
+        self.protocol = protocol
+        self._used: set[str] = set()
+        self._final: dict[str, str] = {}
+        current_names = {b.tool_id: b.call_name for b in current.bindings} if current is not None else {}
+        self._base: dict[str, str] = {}
+        for b in recorded.bindings if recorded is not None else ():
+            self._base[b.call_name] = current_names.get(b.tool_id, b.call_name)
+        for name in self._base.values():
+            self._allocate(name)
+
+    def _allocate(self, name: str) -> str:
+        final = self._final.get(name)
+        if final is None:
+            final = self._final[name] = allocate_one(name, self._used, self.protocol)
+        return final
+
+    def __call__(self, call_name: str) -> str:
+        return self._allocate(self._base.get(call_name, call_name))
+
+
+def replay_call(call: CallRecord, call_id: str, name: str) -> ReplayCall:
+    arguments = ToolArguments.decode(MISSING if call.raw_arguments is None else call.raw_arguments)
+    if call.result is not None:
+        return ReplayCall(call_id, name, arguments.to_replay_object(), call.result.content, call.result.is_error)
+    _status, _code, text, _structured = interrupted_outcome(call.call_name, call.status, call.raw_arguments)
+    return ReplayCall(call_id, name, arguments.to_replay_object(), text, True)
+
+
+def replay_turns(history: InvocationHistory, provider: str, recorded: Snapshot | None = None,
+                 snapshot: Snapshot | None = None) -> list[ReplayTurn]:
+    """The provider-neutral turns of `history` with ids and names final for `provider`."""
+    fmt = format_name(provider)
+    names = _Names(recorded, snapshot, NAME_PROTOCOL[fmt])
+    ids = IdMap(fmt)
+    turns: list[ReplayTurn] = []
+    for _round, calls in history.rounds():
+        replayed = []
+        for call in calls:
+            name = names(call.call_name)
+            replayed.append(replay_call(call, ids.assign(call.call_id, name), name))
+        turns.append(ReplayTurn(tuple(replayed)))
+    return turns
+
+
+def replay_history(history: InvocationHistory, provider: str, recorded: Snapshot | None = None,
+                   snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    return render(replay_turns(history, provider, recorded, snapshot), provider)
+
+
+def replay(store: RecordReader, invocation_id: str, provider: str, *,
+           snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    """The recorded tool history of `invocation_id` as `provider` messages (OpenAI Chat messages,
+    Responses input items, Anthropic messages or Gemini contents)."""
+    history = store.history(invocation_id)
+    recorded = Snapshot.from_json(store.snapshot_json(history.summary.snapshot_id))
+    return replay_history(history, provider, recorded, snapshot)
+
+
+def replay_all(store: RecordReader, invocation_id: str, *,
+               snapshot: Snapshot | None = None) -> Mapping[str, list[dict[str, Any]]]:
+    """The same history in every format (one read of the store)."""
+    from tooldeck.protocols import FORMATS
+
+    history = store.history(invocation_id)
+    recorded = Snapshot.from_json(store.snapshot_json(history.summary.snapshot_id))
+    return {fmt: replay_history(history, fmt, recorded, snapshot) for fmt in FORMATS}
