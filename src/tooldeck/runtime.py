@@ -336,22 +336,24 @@ class Invocation:
         round_no = self.round
         runtime = self.runtime
         recording = runtime.recording
-        if recording:
-            requested = [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
-            runtime.recorder.calls_requested(self.id, round_no, requested, time.time())
         check = self.gate.check
         names: list[str] = []
         ids: list[str] = []
         checks: list[Admitted | Refused] = []
-        for c in wire:
-            names.append(c.name)
-            ids.append(c.id)
-            checks.append(check(c.id, c.name, c.arguments, tool_choice))
+        try:
+            for c in wire:
+                names.append(c.name)
+                ids.append(c.id)
+                checks.append(check(c.id, c.name, c.arguments, tool_choice))
+        except BaseException:
+            if recording:  # nothing a model sent is lost, even when the gate itself fails
+                runtime.recorder.calls_requested(self.id, round_no, _requested(wire), time.time())
+            raise
         if recording:
+            # One transaction before any tool runs: the raw wire arguments verbatim, and which calls start.
             admitted = [StartedCall(ids[i], i, chk.entry.tool_id, chk.args)
                         for i, chk in enumerate(checks) if isinstance(chk, Admitted)]
-            if admitted:
-                runtime.recorder.calls_started(self.id, round_no, admitted, time.time())
+            runtime.recorder.calls_admitted(self.id, round_no, _requested(wire), admitted, time.time())
         turn = TurnState(names, [False] * len(wire))
         if len(checks) == 1:
             outcomes = [await run_one(self, checks[0], ids[0], 0, turn, round_no)]
@@ -369,6 +371,10 @@ class Invocation:
                 for i, (c, chk, out, result) in enumerate(zip(wire, checks, outcomes, results, strict=True))
             ])
         return results
+
+
+def _requested(wire: list[Call]) -> list[RequestedCall]:
+    return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
 
 
 def _finished(index: int, call: Call, check: Admitted | Any, out: Outcome, result: AgentToolResult) -> FinishedCall:

@@ -1,8 +1,11 @@
 """The records port. Nothing outside `records/` speaks SQL; the runtime writes through this interface.
 
-Write pattern per model turn (so a killed process loses no raw arguments and the hot path pays
-few transactions): `calls_requested` once before the gate (raw wire arguments verbatim),
-`calls_started` once for the calls the gate admitted, `calls_finished` once with every result.
+Write pattern per model turn (a killed process loses no raw arguments, and the hot path pays two
+transactions): `calls_admitted` once after the gate and before any tool runs (the raw wire
+arguments verbatim, and the admitted calls as started), then `calls_finished` once with every
+result. The gate runs no tool and does no I/O; should it raise, the runtime still writes the raw
+arguments with `calls_requested` before the error propagates. `calls_requested` + `calls_started`
+remain for hosts that record the steps separately.
 """
 
 from __future__ import annotations
@@ -66,6 +69,11 @@ class Recorder(Protocol):
 
     def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None: ...
 
+    def calls_admitted(self, invocation_id: str, round: int, requested: list[RequestedCall],
+                       started: list[StartedCall], at: float) -> None:
+        """`calls_requested` and `calls_started` in one transaction."""
+        ...
+
     def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None: ...
 
     def close(self) -> None: ...
@@ -81,6 +89,10 @@ class NullRecorder:
         return None
 
     def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
+        return None
+
+    def calls_admitted(self, invocation_id: str, round: int, requested: list[RequestedCall],
+                       started: list[StartedCall], at: float) -> None:
         return None
 
     def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None:

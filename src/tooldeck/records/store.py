@@ -134,35 +134,43 @@ class SqliteRecorder:
         self._owned.add(info.invocation_id)
 
     def calls_requested(self, invocation_id: str, round: int, calls: list[RequestedCall], at: float) -> None:
+        self.calls_admitted(invocation_id, round, calls, [], at)
+
+    def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
+        self._guarded(lambda conn: self._start(conn, invocation_id, round, calls, at),
+                      f"round {round} of {invocation_id}")
+
+    def calls_admitted(self, invocation_id: str, round: int, requested: list[RequestedCall],
+                       started: list[StartedCall], at: float) -> None:
         owner_id = self._owner_id()
         owned = invocation_id in self._owned
 
         def tx(conn: sqlite3.Connection) -> None:
             if not owned:
                 conn.execute(_OWN_INVOCATION, (owner_id, invocation_id))
-            for part in sql.chunks(calls):
+            for part in sql.chunks(requested):
                 params: list[Any] = []
                 for c in part:
                     params += (invocation_id, round, c.index, text(c.call_id), text(c.name), text(c.raw_arguments),
                                at, owner_id)
                 conn.execute(sql.insert_calls(len(part)), params)
+            if started:
+                self._start(conn, invocation_id, round, started, at)
 
         self._guarded(tx, f"round {round} of {invocation_id}")
         self._owned.add(invocation_id)
 
-    def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
-        def tx(conn: sqlite3.Connection) -> None:
-            for part in sql.chunks(calls):
-                tools: list[Any] = [at]
-                args: list[Any] = []
-                keys: list[Any] = [invocation_id, round]
-                for c in part:
-                    tools += (c.index, c.tool_id)
-                    args += (c.index, dump(c.arguments))
-                    keys.append(c.index)
-                conn.execute(sql.start_calls(len(part)), tools + args + keys)
-
-        self._guarded(tx, f"round {round} of {invocation_id}")
+    @staticmethod
+    def _start(conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
+        for part in sql.chunks(calls):
+            tools: list[Any] = [at]
+            args: list[Any] = []
+            keys: list[Any] = [invocation_id, round]
+            for c in part:
+                tools += (c.index, c.tool_id)
+                args += (c.index, dump(c.arguments))
+                keys.append(c.index)
+            conn.execute(sql.start_calls(len(part)), tools + args + keys)
 
     def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None:
         now = time.time()
