@@ -1,0 +1,228 @@
+"""MCP call latency: the official client straight to a fixture server vs the same call through tooldeck.
+
+Variants, measured round-robin in one run (medians of batches, so machine load falls on all alike):
+
+- `direct stdio`     mcp.Client → fixture server (stdio), `call_tool("echo")`
+- `tooldeck stdio`   Runtime → MCP manager → fixture server (stdio), `await inv.arun([...])` on the host loop
+- `tooldeck stdio (sync)`  the same through the sync facade `inv.run([...])`
+- `direct http` / `tooldeck http`  the same against the fixture server over streamable HTTP (127.0.0.1)
+- `serve stdio` / `serve http`  mcp.Client → `tooldeck serve` (which proxies the fixture server), when
+  `tooldeck serve` is available
+- `loop hop`   one no-op coroutine through the MCP background loop (run_coroutine_threadsafe + wrap_future)
+
+Target: tooldeck ≤ 1.15 × direct + 0.3 ms.
+
+    python -m bench.mcp_bench
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tooldeck.runtime import Runtime
+from tooldeck.sources.mcp.loop import BackgroundLoop
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "mcp" / "fixtures" / "fixture_server.py"
+PY = sys.executable
+INNER = 20
+REPEATS = 41
+ARGS = {"message": "bench"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+async def _interleaved(variants: dict[str, Callable[[], Awaitable[Any]]]) -> dict[str, float]:
+    for fn in variants.values():  # warm up every path (connections, validators, first listing)
+        for _ in range(5):
+            await fn()
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(REPEATS):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            for _ in range(INNER):
+                await fn()
+            samples[name].append((time.perf_counter() - start) / INNER * 1e3)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _runtime(home: Path, server: dict[str, Any]) -> Runtime:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": server}}), encoding="utf-8")
+    return Runtime(home, builtins=[], records=False,
+                   profile={"allow": ["mcp/*"], "max_calls_per_invocation": 10_000_000})
+
+
+def _tooldeck_call(rt: Runtime) -> Callable[[], Awaitable[Any]]:
+    inv = rt.invocation()
+    calls = [{"id": "b1", "name": "mcp__fx__echo", "arguments": ARGS}]
+
+    async def run() -> Any:
+        [result] = await inv.arun(calls)
+        if result.is_error:
+            raise RuntimeError(result.content)
+        return result
+
+    return run
+
+
+def _direct_call(client: Client) -> Callable[[], Awaitable[Any]]:
+    async def run() -> Any:
+        return await client.call_tool("echo", ARGS)
+
+    return run
+
+
+def _serve_call(client: Client) -> Callable[[], Awaitable[Any]]:
+    async def run() -> Any:
+        result = await client.call_tool("mcp__fx__echo", ARGS)
+        if result.is_error:
+            raise RuntimeError(str(result.content))
+        return result
+
+    return run
+
+
+def _serve_available() -> bool:
+    exe = shutil.which("tooldeck") or str(Path(PY).with_name("tooldeck"))
+    try:
+        out = subprocess.run([exe, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and "--stdio" in out.stdout
+
+
+async def measure(tmp: Path) -> tuple[dict[str, float], float, float]:
+    port = _free_port()
+    http_server = subprocess.Popen([PY, str(FIXTURE), "--http", str(port)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+    serve_http: subprocess.Popen[bytes] | None = None
+    try:
+        _wait_port(port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        stdio_rt = _runtime(tmp / "stdio", {"command": PY, "args": [str(FIXTURE)]})
+        http_rt = _runtime(tmp / "http", {"url": url})
+        variants: dict[str, Callable[[], Awaitable[Any]]] = {}
+        async with AsyncExitStack() as stack:
+            direct = await stack.enter_async_context(
+                Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]), cache=None))
+            direct_http = await stack.enter_async_context(Client(url, cache=None))
+            variants["direct stdio"] = _direct_call(direct)
+            variants["tooldeck stdio"] = _tooldeck_call(stdio_rt)
+            variants["direct http"] = _direct_call(direct_http)
+            variants["tooldeck http"] = _tooldeck_call(http_rt)
+            if _serve_available():
+                exe = str(Path(PY).with_name("tooldeck"))
+                serve_home = tmp / "serve"
+                _runtime(serve_home, {"command": PY, "args": [str(FIXTURE)]}).close()
+                serve_stdio = await stack.enter_async_context(Client(StdioServerParameters(
+                    command=exe, args=["serve", "--stdio", "--home", str(serve_home), "--scene", "chat"],
+                    env=dict(os.environ)), cache=None))
+                variants["serve stdio"] = _serve_call(serve_stdio)
+                serve_port = _free_port()
+                serve_http = subprocess.Popen([exe, "serve", "--http", f"127.0.0.1:{serve_port}", "--home",
+                                               str(serve_home), "--scene", "chat"],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                _wait_port(serve_port)
+                client = await stack.enter_async_context(Client(f"http://127.0.0.1:{serve_port}/mcp", cache=None))
+                variants["serve http"] = _serve_call(client)
+            results = await _interleaved(variants)
+        sync_ms = await asyncio.to_thread(_sync_facade, stdio_rt)
+        hop_us = await _hop_us()
+        stdio_rt.close()
+        http_rt.close()
+        return results, sync_ms, hop_us
+    finally:
+        for proc in (http_server, serve_http):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:  # uvicorn may wait on open streams; the figures are in
+                    proc.kill()
+                    proc.wait(5)
+
+
+def _sync_facade(rt: Runtime) -> float:
+    inv = rt.invocation()
+    calls = [{"id": "s1", "name": "mcp__fx__echo", "arguments": ARGS}]
+    for _ in range(5):
+        inv.run(calls)
+    samples = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(INNER):
+            inv.run(calls)
+        samples.append((time.perf_counter() - start) / INNER * 1e3)
+    return statistics.median(samples)
+
+
+async def _hop_us() -> float:
+    loop = BackgroundLoop("bench-hop")
+
+    async def noop() -> None:
+        return None
+
+    try:
+        for _ in range(100):
+            await loop.run(noop())
+        samples = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            for _ in range(200):
+                await loop.run(noop())
+            samples.append((time.perf_counter() - start) / 200 * 1e6)
+        return statistics.median(samples)
+    finally:
+        loop.stop()
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        results, sync_ms, hop_us = asyncio.run(measure(Path(tmp)))
+    print(f"median call_tool latency, ms (batches of {INNER}, {REPEATS} batches, round-robin)")
+    for name, ms in results.items():
+        print(f"  {name:<24} {ms:7.3f} ms")
+    print(f"  {'tooldeck stdio (sync)':<24} {sync_ms:7.3f} ms")
+    print(f"  {'loop hop (no-op)':<24} {hop_us / 1000:7.3f} ms  ({hop_us:.0f} µs)")
+    for transport in ("stdio", "http"):
+        direct, ours = results[f"direct {transport}"], results[f"tooldeck {transport}"]
+        budget = 1.15 * direct + 0.3
+        verdict = "meets" if ours <= budget else "MISSES"
+        print(f"  {transport}: tooldeck {ours:.3f} ms vs direct {direct:.3f} ms = {ours / direct:.2f}×, "
+              f"+{ours - direct:.3f} ms; target ≤ {budget:.3f} ms: {verdict}")
+
+
+if __name__ == "__main__":
+    main()

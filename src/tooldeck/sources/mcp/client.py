@@ -1,0 +1,282 @@
+"""One live connection to one MCP server, on the official SDK's `mcp.Client`.
+
+Runs only on the MCP background loop. The `Client` is entered and exited by one holder task (anyio
+task groups belong to the task that opened them); calls and listings are made from other tasks on
+the same loop. A dead connection (process exited, stream closed) is noticed on the next use and
+replaced; the holder swallows every failure of the server, so a crashing server never takes
+tooldeck down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from tooldeck.sources.mcp.catalog import MAX_PAGES, MAX_TOOLS
+from tooldeck.sources.mcp.config import Endpoint
+from tooldeck.sources.mcp.errors import ConnectFailed
+
+log = logging.getLogger("tooldeck.mcp")
+
+CLIENT_INFO = types.Implementation(name="tooldeck", version="0.1.0")
+_SHUTDOWN_WAIT_S = 10.0
+_HTTP_READ_TIMEOUT_S = 300.0
+
+
+@dataclass(slots=True)
+class Listing:
+    tools: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+    protocol_version: str | None = None
+    server_info: dict[str, Any] | None = None
+    instructions: str | None = None
+
+
+class ListingFailed(Exception):
+    pass
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason for a failure, looking through exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [describe(e) for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        return "; ".join(dict.fromkeys(leaves)) or "cancelled"
+    if isinstance(exc, ConnectFailed):
+        return exc.message
+    if isinstance(exc, FileNotFoundError):
+        return f"the command was not found ({exc.filename or exc})"
+    if isinstance(exc, PermissionError):
+        return f"the command is not executable ({exc.filename or exc})"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"the HTTP connection failed ({exc})"
+    if isinstance(exc, httpx2.HTTPError):
+        return f"HTTP error: {exc}"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float) -> AsyncIterator[Any]:
+    timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
+    async with (httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+                streamable_http_client(url, http_client=http) as streams):
+        yield streams
+
+
+class ServerConnection:
+    def __init__(self, name: str, endpoint: Endpoint, *, protocol: str, log_path: Path, connect_timeout: float,
+                 on_tools_changed: Callable[[], None]) -> None:
+        self.name = name
+        self.connect_timeout = connect_timeout
+        self.endpoint = endpoint
+        self.protocol = protocol
+        self.log_path = log_path
+        self.on_tools_changed = on_tools_changed
+        self.client: Client | None = None
+        self.last_error: str | None = None
+        self.connects = 0
+        self._holder: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock = asyncio.Lock()
+
+    # -- state ------------------------------------------------------------------------------------
+    def alive(self) -> bool:
+        client = self.client
+        if client is None or self._holder is None or self._holder.done():
+            return False
+        # mcp 2.3 exposes no public "is closed": the JSON-RPC dispatcher flags EOF of the transport.
+        dispatcher = getattr(client.session, "_dispatcher", None)
+        return not getattr(dispatcher, "_closed", False)
+
+    @property
+    def state(self) -> str:
+        if self.alive():
+            return "connected"
+        holder = self._holder
+        if holder is not None and not holder.done() and self.client is None and not holder.cancelling():
+            return "connecting"
+        return "failed" if self.last_error else "idle"
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def connect(self, timeout: float) -> Client:
+        """The live client, connecting (or reconnecting a dead one) first. Raises ConnectFailed."""
+        async with self._lock:
+            if self.alive():
+                assert self.client is not None
+                return self.client
+            await self._teardown()
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[Client] = loop.create_future()
+            stop = self._stop = asyncio.Event()
+            self._holder = loop.create_task(self._hold(ready, stop), name=f"mcp-holder:{self.name}")
+            try:
+                async with asyncio.timeout(timeout):
+                    client = await asyncio.shield(ready)
+            except TimeoutError:
+                # Interrupt the handshake; the holder stops the process in the background and the next
+                # connect waits for that before starting a new one.
+                ready.cancel()
+                self._holder.cancel()
+                self.last_error = f"the server did not complete the MCP handshake within {timeout:g} s"
+                raise ConnectFailed(self.last_error) from None
+            except ConnectFailed as exc:
+                self.last_error = exc.message
+                raise
+            self.connects += 1
+            self.last_error = None
+            return client
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._teardown()
+
+    async def _teardown(self) -> None:
+        holder, stop = self._holder, self._stop
+        self._holder = None
+        if holder is None or holder.done():
+            return
+        if self.client is None:
+            if not holder.cancelling():  # still connecting: interrupt the handshake (once; a second cancel
+                holder.cancel()          # would break the SDK's shielded process shutdown)
+        elif stop is not None:
+            stop.set()
+        done, _ = await asyncio.wait({holder}, timeout=_SHUTDOWN_WAIT_S)
+        if not done and not holder.cancelling():
+            holder.cancel()
+            await asyncio.wait({holder}, timeout=_SHUTDOWN_WAIT_S)
+
+    def _transport(self, errlog: IO[str]) -> Any:
+        ep = self.endpoint
+        if ep.transport == "http":
+            assert ep.url is not None
+            return _http_transport(ep.url, dict(ep.headers), self.connect_timeout)
+        assert ep.command is not None
+        params = StdioServerParameters(command=ep.command, args=list(ep.args), env=dict(ep.env) or None, cwd=ep.cwd)
+        return stdio_client(params, errlog=errlog)
+
+    async def _hold(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        """Enter the client, publish it, wait for `stop`, exit. Never raises."""
+        errlog: IO[str] | None = None
+        listen: asyncio.Task[None] | None = None
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            errlog = self.log_path.open("a", encoding="utf-8", errors="replace")
+            client = Client(self._transport(errlog), mode=self.protocol, cache=None, client_info=CLIENT_INFO,
+                            message_handler=self._on_message)
+            async with client:
+                self.client = client
+                if not ready.done():
+                    ready.set_result(client)
+                caps = client.server_capabilities.tools
+                if client.protocol_version in MODERN_PROTOCOL_VERSIONS and caps is not None and caps.list_changed:
+                    listen = asyncio.get_running_loop().create_task(self._listen(client))
+                await stop.wait()
+        except BaseException as exc:  # the server's failures end here, whatever they are
+            reason = describe(exc)
+            if not ready.done():
+                ready.set_exception(ConnectFailed(reason))
+            elif not stop.is_set() and not isinstance(exc, asyncio.CancelledError):
+                self.last_error = f"the connection failed: {reason}"
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+        finally:
+            self.client = None
+            if listen is not None:
+                listen.cancel()
+            if errlog is not None:
+                errlog.close()
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream; the SDK tees
+        them to the message handler, so this just keeps the stream open."""
+        with contextlib.suppress(Exception):
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    pass
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.on_tools_changed()
+        elif isinstance(message, Exception):
+            log.debug("MCP server %s: transport message: %s", self.name, describe(message))
+
+    # -- requests ---------------------------------------------------------------------------------
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+        client = self.client
+        if client is None:
+            raise ConnectFailed("the connection closed before the request was sent")
+        return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+
+    async def list_tools(self, timeout: float) -> Listing:
+        """Every page of tools/list (at most 32 pages), as raw tool objects with wire field names."""
+        client = self.client
+        if client is None:
+            raise ConnectFailed("the connection closed before the listing was requested")
+        tools: list[dict[str, Any]] = []
+        notes: list[str] = []
+        cursor: str | None = None
+        for _page in range(MAX_PAGES):
+            async with asyncio.timeout(timeout):
+                page, cursor = await self._list_page(client, cursor, timeout)
+            tools.extend(page)
+            if not cursor:
+                break
+            if len(tools) > MAX_TOOLS:
+                notes.append(f"the server lists more than {MAX_TOOLS} tools; later pages were not read")
+                break
+        else:
+            notes.append(f"the listing has more than {MAX_PAGES} pages; later pages were not read")
+        info = client.server_info
+        return Listing(tools, notes, client.protocol_version,
+                       info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else None,
+                       client.instructions)
+
+    async def _list_page(self, client: Client, cursor: str | None,
+                         timeout: float) -> tuple[list[dict[str, Any]], str | None]:
+        try:
+            result = await client.list_tools(cursor=cursor)
+        except ValidationError:
+            # One bad tool makes the SDK reject the whole page; read it raw so only that tool is dropped.
+            return await self._list_page_raw(client, cursor, timeout)
+        return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools], result.next_cursor
+
+    async def _list_page_raw(self, client: Client, cursor: str | None,
+                             timeout: float) -> tuple[list[dict[str, Any]], str | None]:
+        session = client.session
+        stamp = getattr(session, "_stamp", None)
+        dispatcher = getattr(session, "_dispatcher", None)
+        if stamp is None or dispatcher is None:  # pragma: no cover - only if the SDK internals move
+            raise ListingFailed("the server's tools/list result is not valid MCP")
+        data: dict[str, Any] = {"method": "tools/list"}
+        if cursor:
+            data["params"] = {"cursor": cursor}
+        opts: dict[str, Any] = {"timeout": timeout}
+        stamp(data, opts)
+        raw = await dispatcher.send_raw_request("tools/list", data.get("params") or None, opts)
+        tools = raw.get("tools") if isinstance(raw, dict) else None
+        if not isinstance(tools, list):
+            raise ListingFailed("the server's tools/list result has no `tools` array")
+        valid: list[types.Tool] = []
+        for tool in tools:
+            with contextlib.suppress(ValidationError, TypeError):
+                valid.append(types.Tool.model_validate(tool, by_name=False))
+        absorb = getattr(session, "_absorb_tool_listing", None)
+        if absorb is not None:  # so output-schema checks of later calls need no second listing
+            with contextlib.suppress(Exception):
+                absorb(types.ListToolsResult(tools=valid), complete=False)
+        next_cursor = raw.get("nextCursor")
+        return tools, next_cursor if isinstance(next_cursor, str) and next_cursor else None

@@ -1,0 +1,343 @@
+"""MCP server configuration: `<home>/tooldeck.toml` (`[mcp]`, `[mcp.servers.NAME]`) and `<home>/mcp.json`
+(the Claude Desktop / Cursor format `{"mcpServers": {...}}`).
+
+Both files are read when present. A server named in both is merged: mcp.json gives the base and the
+TOML entry overrides it key by key (so permissions can live in tooldeck.toml next to a shared
+mcp.json). `${VAR}` and `${VAR:-default}` are expanded in `args`, `env` and `headers` when the server
+is connected, never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tooldeck.sources.mcp.errors import (
+    CONFIG_ENDPOINT_CONFLICT,
+    CONFIG_ENDPOINT_MISSING,
+    CONFIG_ENV_MISSING,
+    CONFIG_INVALID,
+    CONFIG_UNPARSABLE,
+    CONFIG_UNREADABLE,
+    McpConfigError,
+)
+
+TOML_FILE = "tooldeck.toml"
+JSON_FILE = "mcp.json"
+
+Permission = Literal["off", "ask", "allow"]
+Transport = Literal["stdio", "http"]
+
+DEFAULT_CONNECT_TIMEOUT_S = 30.0
+DEFAULT_CALL_TIMEOUT_S = 60.0
+
+_TYPE_ALIASES: dict[str, Transport] = {
+    "stdio": "stdio", "http": "http", "streamable-http": "http", "streamable_http": "http",
+    "streamablehttp": "http",
+}
+# Keys of other clients' mcp.json entries that mean nothing here and are ignored.
+_JSON_ONLY_IGNORED = {"autoApprove", "alwaysAllow", "timeout", "description", "transportType", "disabledTools", "name"}
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ToolSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    permission: Permission | None = None
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
+class ServerConfig(BaseModel):
+    """One server. Exactly one of `command` (stdio) or `url` (streamable HTTP)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    source: str = ""
+    """The file(s) the entry came from, for error messages."""
+    type: Transport | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    default_permission: Permission | None = None
+    tools: dict[str, ToolSettings] = Field(default_factory=dict)
+    connect_timeout_s: float = Field(default=DEFAULT_CONNECT_TIMEOUT_S, gt=0)
+    call_timeout_s: float = Field(default=DEFAULT_CALL_TIMEOUT_S, gt=0)
+    paused: bool = False
+    protocol: Literal["auto", "legacy"] = "auto"
+    """`auto` probes for the 2026 protocol and falls back to the initialize handshake; `legacy` forces it."""
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_shorthand(cls, value: Any) -> Any:
+        """`tools = { search = "ask" }` is short for `tools.search.permission = "ask"`."""
+        if isinstance(value, Mapping):
+            return {k: {"permission": v} if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @property
+    def transport(self) -> Transport:
+        return "http" if self.url is not None else "stdio"
+
+    def endpoint(self) -> dict[str, Any]:
+        """What identifies the server: command + args, or the URL (as written, before `${VAR}` expansion)."""
+        if self.url is not None:
+            return {"transport": "http", "url": self.url}
+        return {"transport": "stdio", "command": self.command, "args": list(self.args)}
+
+    def endpoint_key(self) -> str:
+        text = json.dumps(self.endpoint(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def endpoint_text(self) -> str:
+        if self.url is not None:
+            return self.url
+        return " ".join([self.command or "", *self.args]).strip()
+
+    def call_timeout_for(self, tool: str) -> float:
+        settings = self.tools.get(tool)
+        return settings.timeout_s if settings is not None and settings.timeout_s else self.call_timeout_s
+
+
+class McpConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    connect: Literal["lazy", "start"] = "lazy"
+    """`lazy`: connect on the first call (servers never discovered are still listed at start);
+    `start`: connect every server in the background when the runtime opens."""
+    default_permission: Permission = "allow"
+    """The permission of a tool with no per-tool setting, unless its server sets `default_permission`."""
+    startup_wait_s: float = Field(default=15.0, ge=0)
+    """How long opening the runtime waits for the first discovery of servers with no cached catalog."""
+    files: list[str] = Field(default_factory=list)
+
+    def permission_for(self, server: ServerConfig, tool: str) -> Permission:
+        settings = server.tools.get(tool)
+        if settings is not None and settings.permission is not None:
+            return settings.permission
+        return server.default_permission or self.default_permission
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A server's connection parameters after `${VAR}` expansion (built at connect time)."""
+
+    transport: Transport
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        raise McpConfigError(CONFIG_ENV_MISSING, f"{where}: environment variable {name} is not set; set it, or "
+                             f"write ${{{name}:-default}} to give a default")
+
+    return _VAR.sub(sub, value)
+
+
+def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = None,
+                     base_dir: Path | None = None) -> Endpoint:
+    """Expand `${VAR}` in args, env, headers and cwd; a relative `cwd` is taken from `base_dir` (the home
+    dir). Raises McpConfigError(mcp.config_env_missing)."""
+    where = f"{server.source}: server {server.name!r}"
+    if server.url is not None:
+        headers = {k: expand(v, f"{where} headers.{k}", environ) for k, v in server.headers.items()}
+        return Endpoint("http", url=server.url, headers=headers)
+    args = [expand(a, f"{where} args[{i}]", environ) for i, a in enumerate(server.args)]
+    env = {k: expand(v, f"{where} env.{k}", environ) for k, v in server.env.items()}
+    cwd = None
+    if server.cwd is not None:
+        path = Path(os.path.expanduser(expand(server.cwd, f"{where} cwd", environ)))
+        cwd = str(path if path.is_absolute() or base_dir is None else base_dir / path)
+    return Endpoint("stdio", command=server.command, args=args, env=env, cwd=cwd)
+
+
+# -- loading ----------------------------------------------------------------------------------------
+
+
+def config_files(home: Path) -> list[Path]:
+    return [p for p in (home / TOML_FILE, home / JSON_FILE) if p.is_file()]
+
+
+def has_config(home: Path) -> bool:
+    """True when either file declares at least the `[mcp]` table or `mcpServers` (cheap check)."""
+    toml_path, json_path = home / TOML_FILE, home / JSON_FILE
+    if json_path.is_file():
+        return True
+    if toml_path.is_file():
+        try:
+            return "mcp" in tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return True  # let load() report the problem with its code
+    return False
+
+
+def load(home: str | Path) -> McpConfig | None:
+    """The MCP configuration of a home dir, or None when neither file declares MCP servers."""
+    home = Path(home)
+    toml_path, json_path = home / TOML_FILE, home / JSON_FILE
+    top: dict[str, Any] = {}
+    toml_servers: dict[str, Any] = {}
+    json_servers: dict[str, Any] = {}
+    files: list[str] = []
+    if toml_path.is_file():
+        data = _read_toml(toml_path)
+        section = data.get("mcp")
+        if section is not None:
+            if not isinstance(section, dict):
+                raise McpConfigError(CONFIG_INVALID, f"{toml_path}: `mcp` must be a table ([mcp])")
+            top = dict(section)
+            toml_servers = top.pop("servers", {}) or {}
+            if not isinstance(toml_servers, dict):
+                raise McpConfigError(CONFIG_INVALID, f"{toml_path}: `mcp.servers` must be a table of servers")
+            files.append(str(toml_path))
+    if json_path.is_file():
+        data = _read_json(json_path)
+        json_servers = _json_servers(json_path, data)
+        files.append(str(json_path))
+    if not files:
+        return None
+
+    servers: dict[str, ServerConfig] = {}
+    for name in sorted(set(json_servers) | set(toml_servers)):
+        raw: dict[str, Any] = {}
+        sources: list[str] = []
+        prefix = ""
+        if name in json_servers:
+            raw.update(_normalize_json_entry(json_path, name, json_servers[name]))
+            sources.append(str(json_path))
+            prefix = f"mcpServers.{name}"
+        if name in toml_servers:
+            entry = toml_servers[name]
+            if not isinstance(entry, dict):
+                raise McpConfigError(CONFIG_INVALID, f"{toml_path}: `mcp.servers.{name}` must be a table")
+            entry = _normalize_type(toml_path, f"mcp.servers.{name}", dict(entry))
+            tools = {**raw.get("tools", {}), **entry.pop("tools", {})} if "tools" in entry or "tools" in raw else None
+            raw.update(entry)
+            if tools is not None:
+                raw["tools"] = tools
+            sources.append(str(toml_path))
+            prefix = f"mcp.servers.{name}"
+        servers[name] = _server(name, raw, " + ".join(sources), prefix)
+    try:
+        return McpConfig(servers=servers, files=files, **top)
+    except ValidationError as exc:
+        raise McpConfigError(CONFIG_INVALID, f"{toml_path}: {_problems(exc, 'mcp')}") from exc
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise McpConfigError(CONFIG_UNREADABLE, f"cannot read {path}: {exc}") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise McpConfigError(CONFIG_UNPARSABLE, f"{path} is not valid TOML: {exc}") from exc
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise McpConfigError(CONFIG_UNREADABLE, f"cannot read {path}: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise McpConfigError(CONFIG_UNPARSABLE, f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                             f"column {exc.colno}") from exc
+
+
+def _json_servers(path: Path, data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise McpConfigError(CONFIG_INVALID, f'{path}: the top level must be an object like {{"mcpServers": {{...}}}}')
+    key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
+    if key is None:
+        return {}
+    servers = data[key]
+    if not isinstance(servers, dict):
+        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` must be an object mapping server names to servers")
+    return servers
+
+
+def _normalize_json_entry(path: Path, name: str, entry: Any) -> dict[str, Any]:
+    key = f"mcpServers.{name}"
+    if not isinstance(entry, dict):
+        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` must be an object with `command` or `url`")
+    out = {k: v for k, v in entry.items() if k not in _JSON_ONLY_IGNORED}
+    if "disabled" in out:
+        disabled = out.pop("disabled")
+        if not isinstance(disabled, bool):
+            raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.disabled` must be true or false")
+        out.setdefault("paused", disabled)
+    return _normalize_type(path, key, out)
+
+
+def _normalize_type(path: Path, key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    kind = entry.get("type")
+    if kind is None:
+        return entry
+    if not isinstance(kind, str) or kind.lower() not in _TYPE_ALIASES:
+        hint = " (SSE is not supported; use the server's streamable HTTP endpoint)" if kind == "sse" else ""
+        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.type` is {kind!r}; expected stdio or http{hint}")
+    entry["type"] = _TYPE_ALIASES[kind.lower()]
+    return entry
+
+
+def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerConfig:
+    if not name.strip() or any(ord(c) < 32 for c in name):
+        raise McpConfigError(CONFIG_INVALID, f"{source}: server name {name!r} must be non-empty printable text")
+    try:
+        server = ServerConfig(name=name, source=source, **raw)
+    except ValidationError as exc:
+        raise McpConfigError(CONFIG_INVALID, f"{source}: {_problems(exc, prefix)}") from exc
+    except TypeError as exc:  # a key clashing with `name`/`source`
+        raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}`: {exc}") from exc
+    if server.command is None and server.url is None:
+        raise McpConfigError(CONFIG_ENDPOINT_MISSING, f"{source}: `{prefix}` has neither `command` (stdio) nor `url` "
+                             "(streamable HTTP); add one")
+    if server.command is not None and server.url is not None:
+        raise McpConfigError(CONFIG_ENDPOINT_CONFLICT, f"{source}: `{prefix}` has both `command` and `url`; keep one")
+    if server.type is not None and server.type != server.transport:
+        raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.type` is {server.type} but the entry has "
+                             f"{'`url`' if server.url else '`command`'}")
+    if server.command is not None and not server.command.strip():
+        raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.command` is empty")
+    if server.url is not None and not re.match(r"^https?://", server.url):
+        raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.url` must start with http:// or https://")
+    return server
+
+
+def _problems(exc: ValidationError, prefix: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        key = f"{prefix}.{loc}" if prefix and loc else prefix or loc or "(root)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see docs/mcp.md)"
+        parts.append(f"`{key}`: {msg}")
+    return "; ".join(parts)

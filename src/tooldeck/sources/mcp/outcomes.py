@@ -1,0 +1,51 @@
+"""The results of MCP calls that did not produce a tool result: not sent, server error, outcome unknown.
+
+Outcome classes (TauriTavern §7):
+- known response: a tool result (`isError` → `mcp.tool_error`), a JSON-RPC error (`mcp.server_error`)
+  or an invalid reply (`mcp.unsupported_response`); all recoverable.
+- not sent: no request left tooldeck (`mcp.not_sent`); recoverable and safe to repeat.
+- outcome unknown: the request was sent and no answer came (`mcp.call_outcome_unknown`); the tool may
+  have run, the call is never retried, and the records mark it `outcome_unknown`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tooldeck.core.results import ToolOutput
+from tooldeck.sources.mcp.errors import CALL_OUTCOME_UNKNOWN, NOT_SENT, SERVER_ERROR, UNSUPPORTED_RESPONSE
+
+OUTCOME_UNKNOWN_SENTENCE = "The MCP tool may have executed; this call will not be retried."
+
+
+def not_sent(server: str, tool: str, reason: str, detail: str, advice: str) -> ToolOutput:
+    message = f"No request was sent to MCP server `{server}` for `{tool}`: {detail}. Nothing was run. {advice}"
+    structured = {"error": {"code": NOT_SENT, "message": message, "reason": reason, "server": server, "tool": tool}}
+    return ToolOutput.error(NOT_SENT, message, structured)
+
+
+def outcome_unknown(server: str, tool: str, why: str) -> ToolOutput:
+    message = (f"The call to `{tool}` on MCP server `{server}` was sent, but {why}. {OUTCOME_UNKNOWN_SENTENCE} "
+               "Check the state it would change before calling it again.")
+    structured = {"error": {"code": CALL_OUTCOME_UNKNOWN, "message": message, "server": server, "tool": tool,
+                            "cause": why}}
+    return ToolOutput.error(CALL_OUTCOME_UNKNOWN, message, structured, may_have_executed=True)
+
+
+def server_error(server: str, tool: str, code: int, text: str, data: Any) -> ToolOutput:
+    message = f"MCP server `{server}` returned an error for `{tool}` (JSON-RPC {code}): {text}"
+    if data is not None:
+        shown = data if isinstance(data, str) else repr(data)
+        message += f"\n\n## Error details\n\n{shown[:2000]}"
+    structured = {"error": {"code": SERVER_ERROR, "message": message,
+                            "server_error": {"code": code, "message": text, "data": data}}}
+    return ToolOutput.error(SERVER_ERROR, message, structured, raw={"error": {"code": code, "message": text,
+                                                                              "data": data}})
+
+
+def unsupported(server: str, tool: str, detail: str) -> ToolOutput:
+    message = (f"MCP server `{server}` answered the call to `{tool}`, but the answer is not a valid MCP tool "
+               f"result ({detail}). The tool may have run; check before repeating it.")
+    structured = {"error": {"code": UNSUPPORTED_RESPONSE, "message": message,
+                            "unsupported_response": {"message": detail}}}
+    return ToolOutput.error(UNSUPPORTED_RESPONSE, message, structured)

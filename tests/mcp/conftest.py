@@ -1,0 +1,108 @@
+"""Shared helpers for the MCP tests: real server processes (stdio and HTTP), real homes, real records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tooldeck.runtime import Invocation, Runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixtures" / "fixture_server.py"
+PYTHON = sys.executable
+NODE_DIR = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+
+def fixture_server(*options: str, **extra: Any) -> dict[str, Any]:
+    """An mcp.json entry that runs the fixture server over stdio."""
+    return {"command": PYTHON, "args": [str(FIXTURE), *options], **extra}
+
+
+def write_mcp_json(home: Path, servers: dict[str, Any]) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}, indent=1), encoding="utf-8")
+    return path
+
+
+def write_toml(home: Path, text: str) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "tooldeck.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def call(inv: Invocation, name: str, args: Any = None, call_id: str | None = None) -> Any:
+    [result] = inv.run([{"id": call_id or f"call_{time.monotonic_ns()}", "name": name,
+                         "arguments": {} if args is None else args}])
+    return result
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+def start_http(argv: list[str], port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        wait_port(port, proc)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def http_fixture() -> Iterator[str]:
+    """The fixture server over streamable HTTP on a free loopback port; yields its URL."""
+    port = free_port()
+    proc = start_http([PYTHON, str(FIXTURE), "--http", str(port)], port)
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def everything_js() -> Path:
+    """`@modelcontextprotocol/server-everything`, installed by scripts/install-node-tools when npm exists."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("npm/node are not installed; the Node reference MCP server cannot run here")
+    if not NODE_DIR.is_file():
+        subprocess.run([str(ROOT / "scripts" / "install-node-tools")], check=True, timeout=300)
+    return NODE_DIR
+
+
+def open_runtime(home: Path, **kw: Any) -> Runtime:
+    return Runtime(home, **kw)
