@@ -20,13 +20,14 @@ from tooldeck.catalog.profile import Profile, matches
 from tooldeck.catalog.sources import Diagnostic, ToolSource, TurnState
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
-from tooldeck.core.errors import TooldeckError
+from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import AgentToolResult, ToolEffect
 from tooldeck.dispatch import Confirm, Outcome, run_batch, run_one
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Guidance, Projector
+from tooldeck.records.interrupted import unknown_outcome_text
 from tooldeck.records.port import (
     FinishedCall,
     InvocationInfo,
@@ -355,10 +356,15 @@ class Invocation:
                         for i, chk in enumerate(checks) if isinstance(chk, Admitted)]
             runtime.recorder.calls_admitted(self.id, round_no, _requested(wire), admitted, time.time())
         turn = TurnState(names, [False] * len(wire))
-        if len(checks) == 1:
-            outcomes = [await run_one(self, checks[0], ids[0], 0, turn, round_no)]
-        else:
-            outcomes = await run_batch(self, checks, ids, turn, round_no)
+        try:
+            if len(checks) == 1:
+                outcomes = [await run_one(self, checks[0], ids[0], 0, turn, round_no)]
+            else:
+                outcomes = await run_batch(self, checks, ids, turn, round_no)
+        except asyncio.CancelledError:
+            if recording:  # results that never arrived: the calls may or may not have run
+                runtime.recorder.calls_finished(self.id, round_no, _cancelled(wire, checks))
+            raise
         project = self.projector.project
         results: list[AgentToolResult] = []
         for call_id, out in zip(ids, outcomes, strict=True):
@@ -375,6 +381,22 @@ class Invocation:
 
 def _requested(wire: list[Call]) -> list[RequestedCall]:
     return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
+
+
+def _cancelled(wire: list[Call], checks: list[Admitted | Refused]) -> list[FinishedCall]:
+    now = time.time()
+    out = []
+    for i, (c, chk) in enumerate(zip(wire, checks, strict=True)):
+        if isinstance(chk, Admitted):
+            text = unknown_outcome_text(c.name)
+            out.append(FinishedCall(c.id, i, chk.entry.tool_id, "outcome_unknown", chk.args, text,
+                                    {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN,
+                                    [], None, None, now))
+        else:
+            r = chk.result
+            out.append(FinishedCall(c.id, i, r.tool_id, "failed", None, r.content, r.structured, True, r.error_code,
+                                    [], None, None, now))
+    return out
 
 
 def _finished(index: int, call: Call, check: Admitted | Any, out: Outcome, result: AgentToolResult) -> FinishedCall:
