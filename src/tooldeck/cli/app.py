@@ -9,9 +9,10 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 
 
 def _register() -> None:
-    from tooldeck.cli import tools_cmd
+    from tooldeck.cli import mcp_cmd, records_cmd, serve_cmd, tools_cmd
 
-    tools_cmd.register(app)
+    for module in (tools_cmd, serve_cmd, records_cmd, mcp_cmd):
+        module.register(app)
 
 
 _register()

@@ -1,0 +1,159 @@
+"""`tooldeck serve` call latency vs a minimal official-SDK `MCPServer` doing the same work.
+
+The official `mcp` client calls `dice_roll {"formula": "2d6+1"}` on:
+
+- `serve`    `tooldeck serve` (gate, dispatch, projection, a new Invocation per call on the session's snapshot),
+             records on (the default: four SQLite transactions per call)
+- `serve-nr` `tooldeck serve --no-records`
+- `fixture`  an `MCPServer` with one `dice_roll(formula: str) -> str` tool that parses and rolls with
+             tooldeck's own dice functions (so the tool work is identical)
+
+over stdio and streamable HTTP (127.0.0.1), in both protocol eras (`auto` = 2026-07-28 per-request
+envelope, `legacy` = the 2025-11-25 initialize handshake), measured round-robin in one run (medians of
+batches, so machine load falls on all variants alike). Read the ratios.
+
+    python -m bench.serve_bench
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+TOOLDECK = str(Path(PY).with_name("tooldeck"))
+INNER = 20
+REPEATS = 25
+ARGS = {"formula": "2d6+1"}
+MODES = ("auto", "legacy")
+SERVERS = ("fixture", "serve", "serve-nr")
+
+
+# -- the fixture server (run as `python -m bench.serve_bench --fixture [PORT]`) -----------------------
+def fixture(port: int | None) -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    from tooldeck.builtins.dice import parse_formula, roll
+
+    app = MCPServer("dice-fixture", log_level="WARNING")
+
+    @app.tool(description="Roll dice and return each die and the total.")
+    def dice_roll(formula: str) -> str:
+        return roll(parse_formula(formula.strip())).content
+
+    if port is None:
+        app.run("stdio")
+    else:
+        app.run("streamable-http", host="127.0.0.1", port=port)
+
+
+# -- measuring --------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def _call(client: Client) -> Callable[[], Awaitable[Any]]:
+    async def run() -> Any:
+        result = await client.call_tool("dice_roll", ARGS)
+        if result.is_error:
+            raise RuntimeError(str(result.content))
+        return result
+
+    return run
+
+
+async def _interleaved(variants: dict[str, Callable[[], Awaitable[Any]]]) -> dict[str, float]:
+    for fn in variants.values():  # warm up every path (connections, validators, first listing)
+        for _ in range(5):
+            await fn()
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(REPEATS):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            for _ in range(INNER):
+                await fn()
+            samples[name].append((time.perf_counter() - start) / INNER * 1e3)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def measure(home: Path) -> dict[str, float]:
+    env = dict(os.environ)
+    fixture_port, serve_port, bare_port = _free_port(), _free_port(), _free_port()
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [
+        subprocess.Popen([PY, "-m", "bench.serve_bench", "--fixture", str(fixture_port)], cwd=ROOT, **quiet),
+        subprocess.Popen([TOOLDECK, "serve", "--home", str(home), "--http", f"127.0.0.1:{serve_port}"], **quiet),
+        subprocess.Popen([TOOLDECK, "serve", "--home", str(home), "--no-records", "--http",
+                          f"127.0.0.1:{bare_port}"], **quiet),
+    ]
+    try:
+        for port in (fixture_port, serve_port, bare_port):
+            _wait_port(port)
+        targets: dict[str, dict[str, Any]] = {
+            "fixture": {"stdio": StdioServerParameters(command=PY, args=["-m", "bench.serve_bench", "--fixture"],
+                                                       cwd=str(ROOT), env=env),
+                        "http": f"http://127.0.0.1:{fixture_port}/mcp"},
+            "serve": {"stdio": StdioServerParameters(command=TOOLDECK, args=["serve", "--stdio", "--home", str(home)],
+                                                     env=env),
+                      "http": f"http://127.0.0.1:{serve_port}/mcp"},
+            "serve-nr": {"stdio": StdioServerParameters(command=TOOLDECK, env=env, args=[
+                             "serve", "--stdio", "--no-records", "--home", str(home)]),
+                         "http": f"http://127.0.0.1:{bare_port}/mcp"},
+        }
+        variants: dict[str, Callable[[], Awaitable[Any]]] = {}
+        async with AsyncExitStack() as stack:
+            for transport in ("stdio", "http"):
+                for mode in MODES:
+                    for server in SERVERS:
+                        client = await stack.enter_async_context(
+                            Client(targets[server][transport], mode=mode, cache=None))
+                        variants[f"{server} {transport} {mode}"] = _call(client)
+            return await _interleaved(variants)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        results = asyncio.run(measure(Path(tmp) / "home"))
+    print(f"call_tool dice_roll {ARGS}: median ms per call ({REPEATS} batches of {INNER}, interleaved)")
+    print(f"  {'transport':<9} {'mode':<7} {'fixture':>9} {'serve':>9} {'ratio':>7} {'no-rec':>9} {'ratio':>7}")
+    for transport in ("stdio", "http"):
+        for mode in MODES:
+            f, s, n = (results[f"{server} {transport} {mode}"] for server in SERVERS)
+            print(f"  {transport:<9} {mode:<7} {f:9.3f} {s:9.3f} {s / f:6.2f}× {n:9.3f} {n / f:6.2f}×")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--fixture":
+        fixture(int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    else:
+        main()

@@ -1,0 +1,138 @@
+"""`tooldeck serve`: the Runtime's tools as an MCP server, over streamable HTTP (default) or stdio."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
+
+import anyio
+import typer
+
+from tooldeck.cli.common import (
+    DEFAULT_HOME,
+    HomeOption,
+    Loading,
+    LoadingOption,
+    ProfileOption,
+    fail_usage,
+    usage_errors,
+    with_loading,
+)
+from tooldeck.core.descriptors import Scene
+from tooldeck.core.errors import TooldeckError
+from tooldeck.runtime import Runtime
+
+if TYPE_CHECKING:
+    from tooldeck.server.address import HttpAddress
+    from tooldeck.server.mcp_server import TooldeckMCPServer
+
+TOKEN_ENV = "TOOLDECK_TOKEN"
+SCENES = ("chat", "session")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def serve(
+    home: HomeOption = DEFAULT_HOME,
+    stdio: Annotated[bool, typer.Option("--stdio", help="Speak MCP on stdin/stdout (for a client that spawns "
+                                                        "tooldeck).")] = False,
+    http: Annotated[str | None, typer.Option("--http", metavar="HOST:PORT",
+                                             help="Streamable HTTP address (the default transport). Port 0 or no "
+                                                  "port: 8808 when free, else any free port.")] = None,
+    profile: ProfileOption = None,
+    token: Annotated[str | None, typer.Option("--token", envvar=TOKEN_ENV, show_envvar=True,
+                                              help="Require `Authorization: Bearer TOKEN` on HTTP requests.")] = None,
+    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", metavar="NAME",
+                                                         help="Accept this Host name besides loopback (repeatable; "
+                                                              "'*' turns the Host check off).")] = None,
+    allow_origin: Annotated[list[str] | None, typer.Option("--allow-origin", metavar="ORIGIN",
+                                                           help="Accept this browser Origin besides loopback, e.g. "
+                                                                "https://app.example (repeatable).")] = None,
+    loading: LoadingOption = None,
+    scene: Annotated[str, typer.Option("--scene", help="chat | session: which scene's tools to offer.")] = "session",
+    records: Annotated[bool, typer.Option("--records/--no-records",
+                                          help="Record every call in <home>/records.sqlite (replayable audit).")]
+    = True,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug | info | warning | error (on stderr).")]
+    = "warning",
+) -> None:
+    """Serve the tools of the snapshot as an MCP server; every call goes through the gate. Ctrl-C stops it."""
+    from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
+
+    address = _check_usage(stdio, http, scene, log_level, bool(token or allow_host or allow_origin))
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="tooldeck serve: %(levelname)s %(message)s")
+    try:
+        runtime = Runtime(Path(home), profile=profile, records=records)
+        if loading is None and "loading" not in runtime.profile.model_fields_set:
+            # A gateway's tool list should not change under its clients: serve defers schemas unless told.
+            loading = Loading.deferred
+        runtime = with_loading(runtime, loading)
+    except TooldeckError as exc:
+        usage_errors(exc)
+        return
+    mcp = TooldeckMCPServer(runtime, ServeOptions(scene=cast(Scene, scene)))
+    try:
+        if address is None:
+            typer.echo(f"tooldeck serving MCP on stdio (home {runtime.home})", err=True)
+            anyio.run(mcp.run_stdio)
+        else:
+            _serve_http(mcp, address, allow_host or [], allow_origin or [], token)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        runtime.close()
+
+
+def _check_usage(stdio: bool, http: str | None, scene: str, log_level: str, http_only: bool) -> HttpAddress | None:
+    """The HTTP address to serve on (None for stdio); bad combinations are usage errors (exit 2)."""
+    from tooldeck.server.address import DEFAULT_HOST, HttpAddress, parse_http_address
+
+    if stdio and http is not None:
+        fail_usage("--stdio and --http exclude each other; pick one transport")
+    if scene not in SCENES:
+        fail_usage(f"--scene {scene!r} is not a scene; expected chat or session")
+    if log_level.lower() not in LOG_LEVELS:
+        fail_usage(f"--log-level {log_level!r} is not a level; expected one of {', '.join(LOG_LEVELS)}")
+    if stdio:
+        if http_only:
+            fail_usage("--token, --allow-host and --allow-origin apply to --http only; stdio has no network peer")
+        return None
+    if http is None:
+        return HttpAddress(DEFAULT_HOST, 0)
+    try:
+        return parse_http_address(http)
+    except TooldeckError as exc:
+        usage_errors(exc)
+        raise
+
+
+def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], origins: list[str],
+                token: str | None) -> None:
+    from tooldeck.server.address import bind_socket
+    from tooldeck.server.security import HttpGuard, is_loopback
+
+    guard = HttpGuard.build(address.host, hosts, origins, token)
+    try:
+        sock = bind_socket(address)
+    except TooldeckError as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(1) from exc
+    url = address.url(sock.getsockname()[1])
+    if not guard.token and not is_loopback(address.host.strip("[]").lower()):
+        typer.echo(f"warning: listening on {address.host} without a token: anyone who reaches this port can call "
+                   "these tools. Set TOOLDECK_TOKEN (or --token).", err=True)
+
+    def ready() -> None:
+        auth = " (bearer token required)" if guard.token else ""
+        print(f"tooldeck serving MCP on {url}{auth}", flush=True)
+        print(f"home {mcp.runtime.home}; stop with Ctrl-C", file=sys.stderr, flush=True)
+
+    try:
+        anyio.run(mcp.serve_http, sock, guard, ready)
+    finally:
+        sock.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

@@ -1,0 +1,221 @@
+"""tooldeck as an MCP server (official `mcp` SDK 2.3, low-level `Server`).
+
+`tools/list` answers with the bindings of the session's frozen snapshot; every `tools/call` is a new
+Invocation on that snapshot and the session's run (so one call never eats a whole conversation's
+budget) and goes through the same gate, dispatch and projection as any other call (`Invocation.arun`).
+A background check rebuilds the snapshots when the catalog changes and tells the clients
+(`notifications/tools/list_changed` on handshake-era connections, `subscriptions/listen` streams on
+2026-07-28 ones). See docs/serve.md for the decisions.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.types import ASGIApp
+
+from tooldeck import __version__
+from tooldeck.core.descriptors import Scene
+from tooldeck.core.errors import UNKNOWN_TOOL
+from tooldeck.dispatch import Confirm, ConfirmationRequest
+from tooldeck.runtime import Runtime
+from tooldeck.server.address import MCP_PATH
+from tooldeck.server.confirm import InputRequiredConfirm, declared_elicitation, elicitation_confirm
+from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
+from tooldeck.server.mapping import to_call_result
+from tooldeck.server.security import GuardMiddleware, HttpGuard
+from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
+
+logger = logging.getLogger("tooldeck.serve")
+
+SERVER_NAME = "tooldeck"
+INSTRUCTIONS = ("Tools of a tooldeck runtime. A tool error comes back as a result with isError set; its text "
+                "says what was wrong and how to call again.")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    scene: Scene = "session"
+    headless: bool = True
+    """An MCP client is not a tooldeck chat UI: tools that need one are not offered."""
+    watch_interval_s: float | None = 1.0
+    """How often the catalog is checked for changes; None turns the check off."""
+    session_idle_timeout_s: float | None = 30 * 60
+
+
+class _Server(Server[dict[str, Any]]):
+    """The SDK server, declaring `tools.listChanged` on every transport (the HTTP session manager
+    builds its initialization options without arguments)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions)
+
+
+class TooldeckMCPServer:
+    def __init__(self, runtime: Runtime, options: ServeOptions | None = None) -> None:
+        self.runtime = runtime
+        self.options = options or ServeOptions()
+        self.registry = SessionRegistry(runtime, self.options.scene, self.options.headless,
+                                        self.options.session_idle_timeout_s)
+        self.bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self.bus)
+        self._fingerprint: bytes | None = None
+        self.server = _Server(
+            SERVER_NAME,
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            lifespan=self._lifespan,
+            get_tool_input_schema=self._input_schema,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
+        )
+        # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
+        self.server.middleware = []
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    @asynccontextmanager
+    async def _lifespan(self, _server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        self._fingerprint = catalog_fingerprint(self.runtime.catalog)
+        async with anyio.create_task_group() as tg:
+            if self.options.watch_interval_s:
+                tg.start_soon(self._watch, self.options.watch_interval_s)
+            try:
+                yield {}
+            finally:
+                self._listen.close()
+                tg.cancel_scope.cancel()
+
+    async def _watch(self, interval: float) -> None:
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await self.check_catalog()
+            except Exception:  # a broken source must not stop the server; the next check tries again
+                logger.exception("catalog check failed")
+
+    async def check_catalog(self) -> bool:
+        """Rebuild the sessions' snapshots if the catalog changed and notify clients; True if any list changed."""
+        fingerprint = catalog_fingerprint(self.runtime.catalog)
+        if fingerprint == self._fingerprint:
+            return False
+        self._fingerprint = fingerprint
+        changed = self.registry.rebuild()
+        if not changed:
+            return False
+        logger.info("tool list changed for %d session(s)", len(changed))
+        await self.bus.publish(ToolsListChanged())
+        for session in changed:
+            await _notify_list_changed(session)
+        return True
+
+    # -- handlers ---------------------------------------------------------------------------------
+    def _session(self, ctx: ServerRequestContext[Any, Any]) -> ServeSession:
+        request = ctx.request
+        key = request.headers.get("mcp-session-id") if request is not None else None
+        session = self.registry.get(key)
+        session.notifier = ctx.session
+        return session
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        binding = self.registry.default_view().by_name.get(name)
+        return binding.descriptor.input_schema if binding is not None else None
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any],
+                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return self._session(ctx).view.listing
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
+                         params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
+        if not params.name:
+            raise MCPError(types.INVALID_PARAMS, "tools/call needs a tool name; see tools/list for the names.")
+        session = self._session(ctx)
+        view = session.view
+        request_id = ctx.request_id
+        modern = (InputRequiredConfirm(params) if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+                  and declared_elicitation(ctx.session) else None)
+        confirm = modern if modern is not None else _handshake_confirm(ctx.session, request_id)
+        inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
+                                      headless=self.options.headless, confirm=confirm, snapshot=view.snapshot)
+        call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": params.name}
+        if params.arguments is not None:
+            call["arguments"] = params.arguments
+        [result] = await inv.arun([call])
+        if modern is not None and (question := modern.input_required()) is not None:
+            return question  # the call was held (not run); the client asks its user and retries
+        if result.error_code == UNKNOWN_TOOL:
+            # The spec's protocol error for an unknown tool; the message lists the tools there are.
+            raise MCPError(types.INVALID_PARAMS, result.content, data={"code": UNKNOWN_TOOL})
+        binding = view.by_name.get(params.name)
+        return to_call_result(result, binding.descriptor.output_schema if binding is not None else None)
+
+    # -- transports -------------------------------------------------------------------------------
+    async def run_stdio(self) -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+
+    def http_app(self, guard: HttpGuard) -> ASGIApp:
+        """The streamable-HTTP ASGI app at `/mcp`, behind the Host/Origin/token guard."""
+        app = self.server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            # The guard below does Host/Origin (loopback by default, configurable); the SDK's own check is
+            # stricter about ports and would refuse what the guard allows.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            session_idle_timeout=self.options.session_idle_timeout_s,
+            event_store=MemoryEventStore(),
+            retry_interval=RETRY_INTERVAL_MS,
+        )
+        return GuardMiddleware(app, guard, on_session_end=self.registry.forget)
+
+    async def serve_http(self, sock: socket.socket, guard: HttpGuard,
+                         on_ready: Callable[[], None] | None = None) -> None:
+        """Serve on an already-bound socket until SIGINT/SIGTERM."""
+        import uvicorn
+
+        config = uvicorn.Config(self.http_app(guard), log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=3, access_log=False)
+        server = uvicorn.Server(config)
+        if on_ready is not None:
+            on_ready()
+        await server.serve(sockets=[sock])
+
+
+def _handshake_confirm(session: Any, request_id: types.RequestId | None) -> Confirm:
+    """`ask` settled by an `elicitation/create` request, built only when a call actually needs it."""
+
+    async def confirm(req: ConfirmationRequest) -> bool:
+        ask = elicitation_confirm(session, request_id)
+        return ask is not None and await ask(req)
+
+    return confirm
+
+
+async def _notify_list_changed(session: ServeSession) -> None:
+    notifier = session.notifier
+    if notifier is None:
+        return
+    try:
+        await notifier.send_tool_list_changed()
+    except Exception as exc:  # the client went away; notifications are best-effort
+        logger.debug("list_changed to session %s dropped: %s", session.key, exc)

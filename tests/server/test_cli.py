@@ -1,0 +1,72 @@
+"""`tooldeck serve` as a command: usage errors, the printed URL, Ctrl-C, stdin EOF."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from tests.server.support import TOOLDECK, http_server, stop
+from tooldeck.cli.app import app
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TOOLDECK, "serve", *args], capture_output=True, text=True, timeout=60, input=stdin)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, ["serve", *args])
+
+
+@pytest.mark.parametrize("value", ["nonsense:port", "127.0.0.1:99999", "::1:80", "[::1", "[::1]x", ""])
+def test_bad_http_address_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    r = invoke("--home", str(tmp_path), "--http", value)
+    assert r.exit_code == 2
+    assert "serve.http_address_invalid" in r.stderr
+
+
+@pytest.mark.parametrize("args", [["--stdio", "--http", "127.0.0.1:0"], ["--scene", "lobby"],
+                                  ["--stdio", "--token", "x"], ["--log-level", "loud"]])
+def test_conflicting_options_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    r = invoke("--home", str(tmp_path), *args)
+    assert r.exit_code == 2
+    assert r.stderr.startswith("error: ")
+
+
+def test_a_bad_profile_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "p.json"
+    bad.write_text('{"max_calls_per_invocation": 0}')
+    r = invoke("--home", str(tmp_path), "--profile", str(bad))
+    assert r.exit_code == 2
+    assert "profile.invalid" in r.stderr
+
+
+def test_a_taken_port_is_reported(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        r = invoke("--home", str(tmp_path), "--http", f"127.0.0.1:{taken.getsockname()[1]}")
+    assert r.exit_code == 1
+    assert "serve.http_bind_failed" in r.stderr
+
+
+def test_http_prints_url_keeps_running_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    with http_server(tmp_path / "home") as served:
+        assert served.url.startswith("http://127.0.0.1:") and served.url.endswith("/mcp")
+        time.sleep(0.5)
+        assert served.proc.poll() is None
+        assert httpx.get(served.base + "/nowhere", timeout=10).status_code == 404
+        assert stop(served.proc) == 0
+
+
+def test_stdio_exits_when_stdin_closes(tmp_path: Path) -> None:
+    r = run("--home", str(tmp_path), "--stdio", stdin="")
+    assert r.returncode == 0
+    assert r.stdout == ""  # stdout is the protocol channel: nothing else is written there
+    assert "tooldeck serving MCP on stdio" in r.stderr
