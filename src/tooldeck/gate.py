@@ -32,6 +32,7 @@ from tooldeck.core.errors import (
     USE_RUN_TOOL,
 )
 from tooldeck.core.results import AgentToolResult, recoverable_error
+from tooldeck.projection import Guidance
 from tooldeck.snapshot.deferred import RUN_TOOL
 from tooldeck.snapshot.schema_transforms import transform
 from tooldeck.snapshot.snapshot import Binding, Snapshot
@@ -91,6 +92,8 @@ class GateTable:
     native_aliases: dict[str, str]
     listed: frozenset[str]
     """Deferred modes: call names reachable only by name (not in the tools array with a schema)."""
+    guidance: Guidance
+    """The spill guidance: which reading tools this snapshot has."""
 
     @classmethod
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
@@ -100,7 +103,7 @@ class GateTable:
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
         listed = frozenset(snapshot.extra.get("listed") or ())
-        return cls(entries, list(entries), aliases, listed)
+        return cls(entries, list(entries), aliases, listed, Guidance.for_snapshot(snapshot))
 
 
 class Gate:

@@ -26,7 +26,7 @@ from tooldeck.core.results import AgentToolResult, ToolEffect
 from tooldeck.dispatch import Confirm, Outcome, run_batch, run_one
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
-from tooldeck.projection import Guidance, Projector
+from tooldeck.projection import Projector
 from tooldeck.records.interrupted import unknown_outcome_text
 from tooldeck.records.port import (
     FinishedCall,
@@ -108,6 +108,7 @@ class Runtime:
         self.runs: dict[str, RunState] = {}
         self._gate_tables: dict[tuple[str, int], GateTable] = {}
         self._deferred_catalogs: dict[str, DeferredCatalog] = {}
+        self._snapshot_texts: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         # -- MCP servers (issue 6): <home>/tooldeck.toml [mcp] and <home>/mcp.json --------------------
         from tooldeck.sources.mcp.wiring import attach_mcp
@@ -205,9 +206,19 @@ class Runtime:
             diagnostics = prepared.diagnostics
             snapshot = self._build_snapshot(provider, prepared.bindings, prof, diagnostics)
         inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics)
-        self.recorder.invocation_started(InvocationInfo(
-            run.run_id, inv.id, snapshot.provider, scene, headless, snapshot.id, snapshot.to_json(), time.time()))
+        if self.recording:
+            self.recorder.invocation_started(InvocationInfo(run.run_id, inv.id, snapshot.provider, scene, headless,
+                                                            snapshot.id, self._snapshot_json(snapshot), time.time()))
         return inv
+
+    def _snapshot_json(self, snapshot: Snapshot) -> str:
+        """A snapshot's JSON, serialised once (invocations that reuse a snapshot record the same text)."""
+        text = self._snapshot_texts.get(snapshot.id)
+        if text is None:
+            if len(self._snapshot_texts) > 64:
+                self._snapshot_texts.clear()
+            text = self._snapshot_texts[snapshot.id] = snapshot.to_json()
+        return text
 
     def _build_snapshot(self, provider: str, bindings: list[Binding], prof: Profile,
                         diagnostics: list[Diagnostic]) -> Snapshot:
@@ -243,6 +254,7 @@ class Runtime:
         return found
 
     def gate_table(self, snapshot: Snapshot, profile: Profile) -> GateTable:
+        """Per (snapshot, profile): the gate's entries, compiled validators and the spill guidance."""
         key = (snapshot.id, id(profile))
         table = self._gate_tables.get(key)
         if table is None:
@@ -299,7 +311,7 @@ class Invocation:
         """Tool ids whose schema was fetched in this run (deferred modes); shared by the run's invocations."""
         self.gate = Gate(snapshot, profile, runtime.gate_table(snapshot, profile), self.fetched)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
-                                   Guidance.for_snapshot(snapshot))
+                                   runtime.gate_table(snapshot, profile).guidance)
         self.round = 0
         self.effects: list[tuple[str, ToolEffect]] = []
 
