@@ -110,14 +110,23 @@ def function_signature(fn: Callable[..., Any], description: str | None = None) -
                              None if plain else model)
 
 
+_JSON_TYPES = frozenset((int, float, bool, list, dict, type(None)))
+
+
 def to_output(value: Any) -> ToolOutput:
     """An extension's plain return value → output: a string is the content; JSON is shown and kept."""
-    if isinstance(value, ToolOutput):
-        return value
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return ToolOutput(value, raw=value)
-    if isinstance(value, pydantic.BaseModel):
-        value = value.model_dump(mode="json")
+    if kind is ToolOutput:
+        return value
+    if kind not in _JSON_TYPES:  # exact types first: isinstance on pydantic's metaclass is slow
+        if isinstance(value, ToolOutput):
+            return value
+        if isinstance(value, str):
+            return ToolOutput(value, raw=value)
+        if isinstance(value, pydantic.BaseModel):
+            value = value.model_dump(mode="json")
     try:
         text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
