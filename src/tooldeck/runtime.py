@@ -51,6 +51,15 @@ class RunState:
     run_id: str
     workspace_root: Path
     state: dict[str, Any] = field(default_factory=dict)
+    records: Recorder | None = None
+    """The runtime's records store when records are on (tools may keep run-scoped events there)."""
+
+    def close(self) -> None:
+        """Close what tool families keep in `state` (e.g. stop background tasks) before the store closes."""
+        for value in list(self.state.values()):
+            close = getattr(value, "close", None)
+            if callable(close):
+                close()
 
 
 @dataclass(slots=True)
@@ -175,7 +184,7 @@ class Runtime:
             if "/" in rid or "\\" in rid or rid in (".", "..") or not rid.strip():
                 raise TooldeckError("run.id_invalid", f"run id {rid!r} must be one path segment")
             root = Path(workspace).resolve() if workspace is not None else self.home / "workspaces" / rid
-            state = RunState(rid, root)
+            state = RunState(rid, root, records=self.recorder if self.recording else None)
             state.workspace_root.mkdir(parents=True, exist_ok=True)
             self.runs[rid] = state
         return state
@@ -272,6 +281,8 @@ class Runtime:
         return self._loop
 
     def close(self) -> None:
+        for run in list(self.runs.values()):
+            run.close()
         if self.mcp is not None:  # stop MCP sessions and their server processes (issue 6)
             self.mcp.close()
         self.recorder.close()

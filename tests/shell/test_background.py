@@ -6,10 +6,13 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 import tooldeck
 from tests.shell.conftest import Shell
 from tooldeck.builtins.background import pending_reports, render_reports
 from tooldeck.catalog.profile import Profile
+from tooldeck.records.store import SqliteRecorder
 from tooldeck.shell.background import STATE_KEY
 
 
@@ -108,25 +111,33 @@ def test_headless_invocations_do_not_list_the_tools(shell: Shell) -> None:
     assert refused.is_error
 
 
-def test_reports_survive_a_restart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("records", [True, False])
+def test_reports_survive_a_restart(tmp_path: Path, records: bool) -> None:
     home = tmp_path / "home"
-    first = tooldeck.Runtime(home=home, profile=Profile())
+    first = tooldeck.Runtime(home=home, profile=Profile(), records=records)
     inv = first.invocation(run_id="persist")
     started = inv.run([{"id": "p1", "name": "background_command", "arguments": {"command": "echo saved"}}])[0]
     manager = inv.run_state.state[STATE_KEY]
     assert manager.wait(started.structured["task_id"], 10)
     first.close()
 
-    second = tooldeck.Runtime(home=home, profile=Profile())
+    second = tooldeck.Runtime(home=home, profile=Profile(), records=records)
     reports = pending_reports(second, "persist")
     assert len(reports) == 1 and "saved" in reports[0].text
     assert pending_reports(second, "persist") == []
     second.close()
 
-    third = tooldeck.Runtime(home=home, profile=Profile())
+    third = tooldeck.Runtime(home=home, profile=Profile(), records=records)
     assert pending_reports(third, "persist") == []  # delivery was persisted too
     log = home / "workspaces" / "persist" / ".tooldeck" / "background" / "events.jsonl"
-    assert all(json.loads(line)["type"] for line in log.read_text().splitlines())
+    if records:  # in the records store, not in a file
+        assert not log.exists()
+        store = SqliteRecorder(home / "records.sqlite")
+        kinds = [e["type"] for e in store.run_events("persist", "background")]
+        store.close()
+        assert {"task", "group", "report", "delivered"} <= set(kinds)
+    else:
+        assert all(json.loads(line)["type"] for line in log.read_text().splitlines())
     third.close()
 
 
@@ -142,4 +153,16 @@ def test_a_task_running_when_the_process_died_is_reported_interrupted(tmp_path: 
     for task in inv.run_state.state[STATE_KEY].list():
         inv.run_state.state[STATE_KEY].cancel(task.id)
     first.close()
+    second.close()
+
+
+def test_closing_the_runtime_stops_running_tasks_and_they_report_interrupted(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = tooldeck.Runtime(home=home, profile=Profile())
+    inv = first.invocation(run_id="closing")
+    inv.run([{"id": "c1", "name": "background_command", "arguments": {"command": "sleep 30"}}])
+    first.close()  # the store closes after the tasks stopped: nothing writes to a closed store
+    second = tooldeck.Runtime(home=home, profile=Profile())
+    reports = pending_reports(second, "closing")
+    assert len(reports) == 1 and "interrupted" in reports[0].text
     second.close()

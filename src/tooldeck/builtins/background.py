@@ -25,7 +25,7 @@ from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
 from tooldeck.shell.background import DEFAULT_TIMEOUT_S, STATE_KEY, BackgroundManager
-from tooldeck.shell.reports import BackgroundReport, TaskRecord
+from tooldeck.shell.reports import BackgroundReport, StoreEventLog, TaskRecord
 from tooldeck.workspace.paths import PathPolicy
 
 UNKNOWN_TASK = "background.unknown_task"
@@ -38,13 +38,16 @@ def interactive_only(ctx: AvailabilityContext) -> bool:
 
 
 def manager_for(run: Any, roots: Any | None = None) -> BackgroundManager:
-    """The run's manager, created on first use (which replays the run's event log from disk)."""
+    """The run's manager, created on first use, which replays the run's events: from the records store
+    when records are on, else from the JSON-lines log in the workspace's hidden area."""
     manager = run.state.get(STATE_KEY)
     if manager is None:
         from tooldeck.catalog.profile import WorkspaceRoots
 
         policy = PathPolicy.from_roots(roots or WorkspaceRoots())
-        manager = run.state[STATE_KEY] = BackgroundManager(Path(run.workspace_root), policy)
+        store = getattr(run, "records", None)
+        log = StoreEventLog(store, run.run_id) if hasattr(store, "append_run_event") else None
+        manager = run.state[STATE_KEY] = BackgroundManager(Path(run.workspace_root), policy, log=log)
     return manager
 
 

@@ -95,6 +95,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX events_invocation ON events (invocation_id, seq)",
     ),
+    # 2: run-scoped event streams (background tasks and their reports survive a restart in the store).
+    (
+        "ALTER TABLE events ADD COLUMN run_id TEXT",
+        "CREATE INDEX events_run ON events (run_id, kind, seq)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

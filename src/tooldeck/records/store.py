@@ -295,6 +295,17 @@ class SqliteRecorder:
         now = time.time()
         self._write(lambda conn: conn.execute(_INSERT_EVENT, (invocation_id, kind, dump(data), now)))
 
+    def append_run_event(self, run_id: str, kind: str, data: dict[str, Any]) -> None:
+        """Append to a run's event stream (kept in order; read back with `run_events`)."""
+        now = time.time()
+        self._write(lambda conn: conn.execute(
+            "INSERT INTO events (invocation_id, run_id, kind, data, at) VALUES (NULL, ?, ?, ?, ?)",
+            (run_id, kind, dump(data), now)))
+
+    def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]:
+        rows = self._read("SELECT data FROM events WHERE run_id = ? AND kind = ? ORDER BY seq", (run_id, kind))
+        return [orjson.loads(r[0]) for r in rows]
+
     # -- read API ------------------------------------------------------------------------------
     def list_invocations(self, limit: int = 20, run_id: str | None = None) -> list[InvocationSummary]:
         where, params = ("WHERE i.run_id = ?", (run_id, limit)) if run_id else ("", (limit,))

@@ -16,6 +16,7 @@ import uuid
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from tooldeck.shell.engine import ShellResult, ShellRun, Status
 from tooldeck.shell.layout import Layout
@@ -24,6 +25,7 @@ from tooldeck.shell.reports import (
     BackgroundReport,
     EventLog,
     GroupRecord,
+    StoreEventLog,
     TaskRecord,
     group_event,
     report_event,
@@ -67,13 +69,14 @@ class _Live:
 
 class BackgroundManager:
     def __init__(self, workspace_root: Path, policy: PathPolicy, *, keywords: Iterable[str] = ERROR_KEYWORDS,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, log: EventLog | StoreEventLog | None = None) -> None:
         self.workspace_root = Path(workspace_root)
         self.policy = policy
         self.keywords = tuple(keywords)
         self.pattern = keyword_pattern(self.keywords)
         self.timeout_s = timeout_s
-        self.log = EventLog(self.workspace_root / HIDDEN_DIR)
+        self.log = log if log is not None else EventLog(self.workspace_root / HIDDEN_DIR)
+        self._closed = False
         self._lock = threading.RLock()
         self._live: dict[str, _Live] = {}
         self.tasks, self.groups, pending, self._seq = self.log.replay()
@@ -108,8 +111,8 @@ class BackgroundManager:
             live = _Live(ShellRun(Layout(self.workspace_root, self.policy), limits, workdir), output)
             live.run.on_output = lambda out, err, t=task_id: self._on_output(t, out, err)
             self._live[task_id] = live
-            self.log.append(group_event(group))
-            self.log.append(task_event(task))
+            self._log(group_event(group))
+            self._log(task_event(task))
         threading.Thread(target=self._work, args=(task_id, command), name=f"tooldeck-{task_id}", daemon=True).start()
         return task
 
@@ -160,28 +163,31 @@ class BackgroundManager:
                     f"and is still running.\n  line {line_no}: {line.strip()[:500]}\n"
                     f"Full output so far: {task.output_path}. It keeps running; use `background_tasks` to read its "
                     "output or cancel it.")
-            self.log.append(task_event(task))
+            self._log(task_event(task))
             self._queue("early", task.group_id, [task_id], text)
 
     # -- finishing ----------------------------------------------------------------------------------
     def _finish(self, task_id: str, result: ShellResult) -> None:
         live = self._live.get(task_id)
-        if live is not None:
-            with live.lock:
-                trailer = result.error if result.error and result.error not in result.stderr else None
-                if trailer:
-                    self._append(live, f"\n{trailer}\n")
-            live.done.set()
-        with self._lock:
-            task = self.tasks[task_id]
-            if task.status != "running":
-                return  # cancelled by the model already
-            task.status = {Status.EXITED: "exited", Status.TIMED_OUT: "timed_out",
-                           Status.CANCELLED: "cancelled", Status.FAILED: "failed"}[result.status]
-            task.exit_code = result.exit_code
-            task.finished_at = time.time()
-            self.log.append(task_event(task))
-            self._maybe_report_group(task.group_id)
+        try:
+            if live is not None:
+                with live.lock:
+                    trailer = result.error if result.error and result.error not in result.stderr else None
+                    if trailer:
+                        self._append(live, f"\n{trailer}\n")
+            with self._lock:
+                task = self.tasks[task_id]
+                if task.status != "running":
+                    return  # cancelled by the model already
+                task.status = {Status.EXITED: "exited", Status.TIMED_OUT: "timed_out",
+                               Status.CANCELLED: "cancelled", Status.FAILED: "failed"}[result.status]
+                task.exit_code = result.exit_code
+                task.finished_at = time.time()
+                self._log(task_event(task))
+                self._maybe_report_group(task.group_id)
+        finally:
+            if live is not None:
+                live.done.set()  # only once the task's report is written: waiters may close the store next
 
     def _maybe_report_group(self, group_id: str) -> None:
         group = self.groups.get(group_id)
@@ -191,7 +197,7 @@ class BackgroundManager:
         if any(t.status == "running" for t in members):
             return
         group.reported = True
-        self.log.append(group_event(group))
+        self._log(group_event(group))
         self._queue("final", group_id, [t.id for t in members], self._final_text(group, members))
 
     def _final_text(self, group: GroupRecord, members: list[TaskRecord]) -> str:
@@ -212,7 +218,7 @@ class BackgroundManager:
         self._seq += 1
         report = BackgroundReport(self._seq, kind, group_id, task_ids, text, time.time())
         self._pending.append(report)
-        self.log.append(report_event(report))
+        self._log(report_event(report))
 
     def _recover_interrupted(self) -> None:
         """Tasks the log shows running belonged to a process that is gone: report them as interrupted."""
@@ -220,7 +226,7 @@ class BackgroundManager:
         for task in stale:
             task.status = "interrupted"
             task.finished_at = time.time()
-            self.log.append(task_event(task))
+            self._log(task_event(task))
         for group_id in {t.group_id for t in stale}:
             self._maybe_report_group(group_id)
 
@@ -241,6 +247,19 @@ class BackgroundManager:
     def output_tail(self, task: TaskRecord, lines: int) -> str:
         return tail(self._read_output(task), lines, chars=64_000)
 
+    def _log(self, event: dict[str, Any]) -> None:
+        if not self._closed:
+            self.log.append(event)
+
+    def close(self) -> None:
+        """Stop the running tasks with their host. Nothing more is written: on the next open, a task
+        that was still running is reported as interrupted, as after a crash."""
+        with self._lock:
+            self._closed = True
+            lives = list(self._live.values())
+        for live in lives:
+            live.run.cancel()
+
     def cancel(self, task_id: str) -> bool:
         """True when the task was running and is now cancelled."""
         with self._lock:
@@ -252,7 +271,7 @@ class BackgroundManager:
                 live.run.cancel()
             task.status = "cancelled"
             task.finished_at = time.time()
-            self.log.append(task_event(task))
+            self._log(task_event(task))
             self._maybe_report_group(task.group_id)
             return True
 
@@ -271,7 +290,7 @@ class BackgroundManager:
             reports = list(self._pending)
             self._pending.clear()
             if reports:
-                self.log.append({"type": "delivered", "seqs": [r.seq for r in reports]})
+                self._log({"type": "delivered", "seqs": [r.seq for r in reports]})
             return reports
 
 

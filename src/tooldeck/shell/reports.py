@@ -1,8 +1,10 @@
-"""The background event log: tasks, groups and reports, persisted as JSON lines.
+"""The background event log: tasks, groups and reports, persisted so queued reports survive a
+restart of the host process. Replaying the events rebuilds the tasks, the groups and which reports
+are still undelivered.
 
-One append-only file per run, `<workspace>/.tooldeck/background/events.jsonl` (a hidden area the
-shell never mounts). Replaying it rebuilds the tasks, the groups and which reports are still
-undelivered, so queued reports survive a restart of the host process.
+With records on, the events are a run-scoped stream in the records store (`StoreEventLog`); with
+records off, one append-only JSON-lines file per run, `<workspace>/.tooldeck/background/events.jsonl`
+(a hidden area the shell never mounts).
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 EVENTS_FILE = "events.jsonl"
 
@@ -58,7 +61,7 @@ class BackgroundReport:
 
 
 class EventLog:
-    """Append-only JSON lines; `replay()` yields the state the lines describe."""
+    """Append-only JSON lines in a hidden folder of the run's workspace."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -72,33 +75,68 @@ class EventLog:
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(line)
 
-    def replay(self) -> tuple[dict[str, TaskRecord], dict[str, GroupRecord], list[BackgroundReport], int]:
-        """(tasks, groups, undelivered reports, highest seq)."""
-        tasks: dict[str, TaskRecord] = {}
-        groups: dict[str, GroupRecord] = {}
-        reports: dict[int, BackgroundReport] = {}
-        top = 0
+    def events(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():
-            return tasks, groups, [], 0
+            return
         for line in self.path.read_text(encoding="utf-8").splitlines():
             try:
-                event = json.loads(line)
+                yield json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut by a crash mid-write
-            kind = event.pop("type", None)
-            event.pop("at", None)
-            if kind == "task":
-                tasks[event["id"]] = TaskRecord(**event)
-            elif kind == "group":
-                groups[event["id"]] = GroupRecord(**event)
-            elif kind == "report":
-                report = BackgroundReport(**event)
-                reports[report.seq] = report
-                top = max(top, report.seq)
-            elif kind == "delivered":
-                for seq in event.get("seqs", []):
-                    reports.pop(seq, None)
-        return tasks, groups, sorted(reports.values(), key=lambda r: r.seq), top
+
+    def replay(self) -> Replayed:
+        return replay(self.events())
+
+
+class RunEventStore(Protocol):
+    """What the records store offers for run-scoped event streams."""
+
+    def append_run_event(self, run_id: str, kind: str, data: dict[str, Any]) -> None: ...
+
+    def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]: ...
+
+
+class StoreEventLog:
+    """The same events as a run-scoped stream in the records store."""
+
+    KIND = "background"
+
+    def __init__(self, store: RunEventStore, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+
+    def append(self, event: dict[str, Any]) -> None:
+        self.store.append_run_event(self.run_id, self.KIND, event)
+
+    def replay(self) -> Replayed:
+        return replay(self.store.run_events(self.run_id, self.KIND))
+
+
+Replayed = tuple[dict[str, TaskRecord], dict[str, GroupRecord], list[BackgroundReport], int]
+
+
+def replay(events: Iterable[dict[str, Any]]) -> Replayed:
+    """(tasks, groups, undelivered reports, highest seq) from events in the order they were written."""
+    tasks: dict[str, TaskRecord] = {}
+    groups: dict[str, GroupRecord] = {}
+    reports: dict[int, BackgroundReport] = {}
+    top = 0
+    for raw in events:
+        event = dict(raw)
+        kind = event.pop("type", None)
+        event.pop("at", None)
+        if kind == "task":
+            tasks[event["id"]] = TaskRecord(**event)
+        elif kind == "group":
+            groups[event["id"]] = GroupRecord(**event)
+        elif kind == "report":
+            report = BackgroundReport(**event)
+            reports[report.seq] = report
+            top = max(top, report.seq)
+        elif kind == "delivered":
+            for seq in event.get("seqs", []):
+                reports.pop(seq, None)
+    return tasks, groups, sorted(reports.values(), key=lambda r: r.seq), top
 
 
 def task_event(task: TaskRecord) -> dict[str, Any]:
