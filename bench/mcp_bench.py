@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from bench.timing import ainterleaved_ms, free_port, wait_port
 from tooldeck.runtime import Runtime
 from tooldeck.sources.mcp.loop import BackgroundLoop
 
@@ -46,35 +46,7 @@ REPEATS = 41
 ARGS = {"message": "bench"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
-
-def _wait_port(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
-
-
-async def _interleaved(variants: dict[str, Callable[[], Awaitable[Any]]]) -> dict[str, float]:
-    for fn in variants.values():  # warm up every path (connections, validators, first listing)
-        for _ in range(5):
-            await fn()
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(REPEATS):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            for _ in range(INNER):
-                await fn()
-            samples[name].append((time.perf_counter() - start) / INNER * 1e3)
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _runtime(home: Path, server: dict[str, Any]) -> Runtime:
@@ -124,12 +96,12 @@ def _serve_available() -> bool:
 
 
 async def measure(tmp: Path) -> tuple[dict[str, float], float, float]:
-    port = _free_port()
+    port = free_port()
     http_server = subprocess.Popen([PY, str(FIXTURE), "--http", str(port)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
     serve_http: subprocess.Popen[bytes] | None = None
     try:
-        _wait_port(port)
+        wait_port(port)
         url = f"http://127.0.0.1:{port}/mcp"
         stdio_rt = _runtime(tmp / "stdio", {"command": PY, "args": [str(FIXTURE)]})
         http_rt = _runtime(tmp / "http", {"url": url})
@@ -146,18 +118,19 @@ async def measure(tmp: Path) -> tuple[dict[str, float], float, float]:
                 exe = str(Path(PY).with_name("tooldeck"))
                 serve_home = tmp / "serve"
                 _runtime(serve_home, {"command": PY, "args": [str(FIXTURE)]}).close()
+                (serve_home / "profile.toml").write_text('loading = "eager"\n')  # tools called by name
                 serve_stdio = await stack.enter_async_context(Client(StdioServerParameters(
                     command=exe, args=["serve", "--stdio", "--home", str(serve_home), "--scene", "chat"],
                     env=dict(os.environ)), cache=None))
                 variants["serve stdio"] = _serve_call(serve_stdio)
-                serve_port = _free_port()
+                serve_port = free_port()
                 serve_http = subprocess.Popen([exe, "serve", "--http", f"127.0.0.1:{serve_port}", "--home",
                                                str(serve_home), "--scene", "chat"],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                _wait_port(serve_port)
+                wait_port(serve_port)
                 client = await stack.enter_async_context(Client(f"http://127.0.0.1:{serve_port}/mcp", cache=None))
                 variants["serve http"] = _serve_call(client)
-            results = await _interleaved(variants)
+            results = await ainterleaved_ms(variants, INNER, REPEATS)
         sync_ms = await asyncio.to_thread(_sync_facade, stdio_rt)
         hop_us = await _hop_us()
         stdio_rt.close()

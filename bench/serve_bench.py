@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
+
+from bench.timing import ainterleaved_ms, free_port, wait_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -61,21 +60,6 @@ def fixture(port: int | None) -> None:
 
 
 # -- measuring --------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
 
 
 def _call(client: Client) -> Callable[[], Awaitable[Any]]:
@@ -88,24 +72,13 @@ def _call(client: Client) -> Callable[[], Awaitable[Any]]:
     return run
 
 
-async def _interleaved(variants: dict[str, Callable[[], Awaitable[Any]]]) -> dict[str, float]:
-    for fn in variants.values():  # warm up every path (connections, validators, first listing)
-        for _ in range(5):
-            await fn()
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(REPEATS):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            for _ in range(INNER):
-                await fn()
-            samples[name].append((time.perf_counter() - start) / INNER * 1e3)
-    return {name: statistics.median(values) for name, values in samples.items()}
-
 
 async def measure(home: Path) -> dict[str, float]:
     env = dict(os.environ)
-    fixture_port, serve_port, bare_port = _free_port(), _free_port(), _free_port()
+    fixture_port, serve_port, bare_port = free_port(), free_port(), free_port()
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "profile.toml").write_text('loading = "eager"\n')  # the benchmark calls dice_roll by name
     procs = [
         subprocess.Popen([PY, "-m", "bench.serve_bench", "--fixture", str(fixture_port)], cwd=ROOT, **quiet),
         subprocess.Popen([TOOLDECK, "serve", "--home", str(home), "--http", f"127.0.0.1:{serve_port}"], **quiet),
@@ -114,7 +87,7 @@ async def measure(home: Path) -> dict[str, float]:
     ]
     try:
         for port in (fixture_port, serve_port, bare_port):
-            _wait_port(port)
+            wait_port(port)
         targets: dict[str, dict[str, Any]] = {
             "fixture": {"stdio": StdioServerParameters(command=PY, args=["-m", "bench.serve_bench", "--fixture"],
                                                        cwd=str(ROOT), env=env),
@@ -134,7 +107,7 @@ async def measure(home: Path) -> dict[str, float]:
                         client = await stack.enter_async_context(
                             Client(targets[server][transport], mode=mode, cache=None))
                         variants[f"{server} {transport} {mode}"] = _call(client)
-            return await _interleaved(variants)
+            return await ainterleaved_ms(variants, INNER, REPEATS)
     finally:
         for proc in procs:
             proc.terminate()

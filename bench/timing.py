@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -36,9 +37,13 @@ def report(rows: list[tuple[str, float]], baseline: str) -> None:
 
 
 async def ainterleaved_us(variants: dict[str, Callable[[], Awaitable[object]]], inner: int, repeats: int = 25,
-                          per_call_divisor: dict[str, int] | None = None) -> list[tuple[str, float]]:
+                          per_call_divisor: dict[str, int] | None = None, warmup: int = 0) -> list[tuple[str, float]]:
     """Median µs per iteration of each variant, measured round-robin so that load on a shared machine
-    falls on every variant alike (the ratios are what to read)."""
+    falls on every variant alike (the ratios are what to read). `warmup` calls of each variant first
+    (connections, validators, first listings)."""
+    for fn in variants.values():
+        for _ in range(warmup):
+            await fn()
     samples: dict[str, list[float]] = {name: [] for name in variants}
     divisor = per_call_divisor or {}
     for _ in range(repeats):
@@ -48,3 +53,27 @@ async def ainterleaved_us(variants: dict[str, Callable[[], Awaitable[object]]], 
                 await fn()
             samples[name].append((time.perf_counter() - start) / inner * 1e6 / divisor.get(name, 1))
     return [(name, statistics.median(values)) for name, values in samples.items()]
+
+
+async def ainterleaved_ms(variants: dict[str, Callable[[], Awaitable[object]]], inner: int,
+                          repeats: int) -> dict[str, float]:
+    """`ainterleaved_us` in milliseconds, after 5 warm-up calls of each variant."""
+    rows = await ainterleaved_us(variants, inner, repeats, warmup=5)
+    return {name: us / 1e3 for name, us in rows}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
