@@ -33,10 +33,11 @@ def _in(n: int) -> str:
 
 @cache
 def insert_calls(n: int) -> str:
-    """Params per row: invocation_id, round, idx, call_id, call_name, raw_arguments, requested_at, owner_id."""
-    rows = ", ".join(["(?, ?, ?, ?, ?, ?, 'requested', ?, ?)"] * n)
-    return ("INSERT INTO calls (invocation_id, round, idx, call_id, call_name, raw_arguments, status, requested_at, "
-            f"owner_id) VALUES {rows}")
+    """Params per row: invocation_id, round, idx, call_id, call_name, raw_arguments, status, tool_id,
+    arguments, requested_at, started_at, owner_id."""
+    rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * n)
+    return ("INSERT INTO calls (invocation_id, round, idx, call_id, call_name, raw_arguments, status, tool_id, "
+            f"arguments, requested_at, started_at, owner_id) VALUES {rows}")
 
 
 @cache

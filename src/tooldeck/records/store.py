@@ -145,17 +145,21 @@ class SqliteRecorder:
         owner_id = self._owner_id()
         owned = invocation_id in self._owned
 
+        admitted = {c.index: c for c in started}
+
         def tx(conn: sqlite3.Connection) -> None:
             if not owned:
                 conn.execute(_OWN_INVOCATION, (owner_id, invocation_id))
+            # One INSERT writes each call in its state after the gate: `started` (tool id, decoded
+            # arguments) when admitted, else `requested`; no UPDATE pass over the rows just written.
             for part in sql.chunks(requested):
                 params: list[Any] = []
                 for c in part:
+                    s = admitted.get(c.index)
                     params += (invocation_id, round, c.index, text(c.call_id), text(c.name), text(c.raw_arguments),
-                               at, owner_id)
+                               "requested" if s is None else "started", None if s is None else s.tool_id,
+                               None if s is None else dump(s.arguments), at, None if s is None else at, owner_id)
                 conn.execute(sql.insert_calls(len(part)), params)
-            if started:
-                self._start(conn, invocation_id, round, started, at)
 
         self._guarded(tx, f"round {round} of {invocation_id}")
         self._owned.add(invocation_id)
