@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
@@ -86,16 +86,42 @@ def _is_parallel(check: Admitted | Refused) -> bool:
 
 async def run_one(inv: Invocation, check: Admitted | Refused, call_id: str, index: int,
                   turn: TurnState, round_no: int) -> Outcome:
+    out = begin_one(inv, check, call_id, index, turn, round_no)
+    return out if type(out) is Outcome else await out  # type: ignore[misc]
+
+
+def begin_one(inv: Invocation, check: Admitted | Refused, call_id: str, index: int, turn: TurnState,
+              round_no: int) -> Outcome | Coroutine[Any, Any, Outcome]:
+    """Run one call as far as it goes without the event loop.
+
+    Returns the Outcome when the call finished on its first step (a refusal, a sync tool, a coroutine
+    that never suspended), else a coroutine to await (confirmation, a suspended tool, a thread job).
+    Most calls take the first path, which costs no task, no timer and no extra coroutine.
+    """
     if type(check) is Refused:
         r = check.result
         turn.failed[index] = True
         return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), r.tool_id, None, time.time())
-    entry = check.entry  # type: ignore[union-attr]
-    binding = entry.binding
-    if check.needs_confirmation and not await _confirmed(inv, call_id, check):  # type: ignore[union-attr]
-        r = inv.gate.permission_refusal(call_id, entry)
+    if check.needs_confirmation:  # type: ignore[union-attr]
+        return _confirm_then_run(inv, check, call_id, index, turn, round_no)  # type: ignore[arg-type]
+    return _run_admitted(inv, check, call_id, index, turn, round_no)  # type: ignore[arg-type]
+
+
+async def _confirm_then_run(inv: Invocation, check: Admitted, call_id: str, index: int, turn: TurnState,
+                            round_no: int) -> Outcome:
+    if not await _confirmed(inv, call_id, check):
+        r = inv.gate.permission_refusal(call_id, check.entry)
         turn.failed[index] = True
-        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), entry.tool_id, None, time.time())
+        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), check.entry.tool_id, None,
+                       time.time())
+    out = _run_admitted(inv, check, call_id, index, turn, round_no)
+    return out if type(out) is Outcome else await out  # type: ignore[misc]
+
+
+def _run_admitted(inv: Invocation, check: Admitted, call_id: str, index: int, turn: TurnState,
+                  round_no: int) -> Outcome | Coroutine[Any, Any, Outcome]:
+    entry = check.entry
+    binding = entry.binding
     descriptor = binding.descriptor
     executable = inv.runtime.catalog.resolve(descriptor.id)
     if executable is None:
@@ -103,14 +129,23 @@ async def run_one(inv: Invocation, check: Admitted | Refused, call_id: str, inde
         return Outcome(ToolOutput.error(TOOL_UNAVAILABLE, f"`{binding.call_name}` is currently unavailable. "
                                         "No action was taken."), entry.tool_id, None, time.time())
     ctx = CallContext(call_id, descriptor.id, binding.call_name, round_no, index, inv, turn)
-    timed = inv.runtime.recording
-    started = time.time() if timed else None
-    output = _start(executable, check.args, ctx)  # type: ignore[union-attr]
+    started = time.time() if inv.runtime.recording else None
+    output = _start(executable, check.args, ctx)
     if type(output) is _Pending:
-        output = await _finish(output, ctx, entry.timeout_s, descriptor.annotations.mutating)
+        return _wait_then_finish(inv, output, ctx, entry, started)
+    return _outcome(inv, output, ctx, entry.tool_id, started)
+
+
+async def _wait_then_finish(inv: Invocation, pending: _Pending, ctx: CallContext, entry: Any,
+                            started: float | None) -> Outcome:
+    output = await _finish(pending, ctx, entry.timeout_s, entry.binding.descriptor.annotations.mutating)
+    return _outcome(inv, output, ctx, entry.tool_id, started)
+
+
+def _outcome(inv: Invocation, output: ToolOutput, ctx: CallContext, tool_id: str, started: float | None) -> Outcome:
     if output.is_error:
-        turn.failed[index] = True
-    return Outcome(output, entry.tool_id, started, time.time() if timed else 0.0, True, output.effects)
+        ctx.turn.failed[ctx.index] = True
+    return Outcome(output, tool_id, started, time.time() if started is not None else 0.0, True, output.effects)
 
 
 async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:

@@ -50,11 +50,14 @@ class GateEntry:
     permission: Permission
     timeout_s: float
     _schema: CompiledSchema | None = None
+    is_valid: Any = None
+    """The compiled validator's `is_valid`, set on the tool's first call (None: no usable schema)."""
 
     @property
     def schema(self) -> CompiledSchema:
         if self._schema is None:
             self._schema = CompiledSchema(self.binding.descriptor.input_schema)
+            self.is_valid = self._schema.is_valid
         return self._schema
 
 
@@ -148,13 +151,13 @@ class Gate:
         over = self._charge(entry)
         if over is not None:
             return Refused(recoverable_error(call_id, entry.tool_id, BUDGET_EXHAUSTED, over), entry, arguments)
-        if not arguments.is_valid:
+        args = arguments.value
+        if args is None:
             message = arguments.invalid_message()
             return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS, message), entry, arguments)
-        args = arguments.to_replay_object()
-        schema = entry.schema
-        problems = schema.problems(args)
-        if problems:
+        schema = entry._schema or entry.schema
+        if entry.is_valid is not None and not entry.is_valid(args):
+            problems = schema.problems(args) or ["the arguments do not match the tool's schema"]
             return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS,
                                              self.invalid_message(entry, problems)), entry, arguments)
         if schema.error is not None:

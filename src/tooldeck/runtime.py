@@ -23,7 +23,7 @@ from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, To
 from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import AgentToolResult, ToolEffect
-from tooldeck.dispatch import Confirm, Outcome, run_batch, run_one
+from tooldeck.dispatch import Confirm, Outcome, begin_one, run_batch
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Projector
@@ -381,7 +381,8 @@ class Invocation:
         turn = TurnState(names, [False] * len(wire))
         try:
             if len(checks) == 1:
-                outcomes = [await run_one(self, checks[0], ids[0], 0, turn, round_no)]
+                out = begin_one(self, checks[0], ids[0], 0, turn, round_no)
+                outcomes = [out if type(out) is Outcome else await out]  # type: ignore[list-item]
             else:
                 outcomes = await run_batch(self, checks, ids, turn, round_no)
         except asyncio.CancelledError:

@@ -25,6 +25,11 @@ class CompiledSchema:
             self._validator = None
             self.error = str(exc).splitlines()[0]
 
+    @property
+    def is_valid(self) -> Any:
+        """The compiled check (a bound method; None when the schema did not compile)."""
+        return self._validator.is_valid if self._validator is not None else None
+
     def problems(self, args: dict[str, Any]) -> list[str] | None:
         """None when valid; else one plain sentence per problem (at most 8)."""
         v = self._validator

@@ -30,10 +30,11 @@ MISSING: Final = _Missing()
 class ToolArguments:
     """Either a decoded JSON object or the verbatim raw text of something that is not one."""
 
-    __slots__ = ("_object", "_raw")
+    __slots__ = ("_raw", "value")
 
     def __init__(self, obj: dict[str, Any] | None, raw: str | None) -> None:
-        self._object = obj
+        self.value = obj
+        """The decoded object, or None when the arguments are Invalid."""
         self._raw = raw
 
     @classmethod
@@ -74,7 +75,7 @@ class ToolArguments:
 
     @property
     def is_valid(self) -> bool:
-        return self._object is not None
+        return self.value is not None
 
     @property
     def raw_invalid(self) -> str | None:
@@ -92,19 +93,19 @@ class ToolArguments:
         )
 
     def as_map(self) -> dict[str, Any]:
-        if self._object is None:
+        if self.value is None:
             raise ToolCallError(INVALID_ARGUMENTS, self.invalid_message())
-        return self._object
+        return self.value
 
     def to_replay_object(self) -> dict[str, Any]:
-        return self._object if self._object is not None else {}
+        return self.value if self.value is not None else {}
 
     def encode_for_replay(self) -> str:
         return orjson.dumps(self.to_replay_object()).decode()
 
     def to_record(self) -> dict[str, Any] | str:
         """Object → the map; Invalid → the raw string, verbatim."""
-        return self._object if self._object is not None else (self._raw or "")
+        return self.value if self.value is not None else (self._raw or "")
 
     @classmethod
     def from_record(cls, value: Any) -> ToolArguments:
@@ -115,14 +116,14 @@ class ToolArguments:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ToolArguments):
             return NotImplemented
-        return self._object == other._object and self._raw == other._raw
+        return self.value == other.value and self._raw == other._raw
 
     def __hash__(self) -> int:
-        if self._object is None:
+        if self.value is None:
             return hash(self._raw)
-        return hash(orjson.dumps(self._object, option=orjson.OPT_SORT_KEYS))
+        return hash(orjson.dumps(self.value, option=orjson.OPT_SORT_KEYS))
 
     def __repr__(self) -> str:
-        if self._object is not None:
-            return f"ToolArguments.Object({self._object!r})"
+        if self.value is not None:
+            return f"ToolArguments.Object({self.value!r})"
         return f"ToolArguments.Invalid({self._raw!r})"
