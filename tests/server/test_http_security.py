@@ -95,3 +95,25 @@ def test_token_option_on_command_line(tmp_path: Path) -> None:
     with http_server(tmp_path / "home", "--token", "cli-token") as s:
         assert post(s.url).status_code == 401
         assert post(s.url, {"Authorization": "Bearer cli-token"}).status_code == 200
+
+
+def test_token_from_the_home_config_with_variable_expansion(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "tooldeck.toml").write_text('[serve]\ntoken = "${SERVE_SECRET_FOR_TEST}"\n')
+    with http_server(home, env={"SERVE_SECRET_FOR_TEST": "from-config"}) as s:
+        assert post(s.url).status_code == 401
+        assert post(s.url, {"Authorization": "Bearer wrong"}).status_code == 401
+        assert post(s.url, {"Authorization": "Bearer from-config"}).status_code == 200
+
+
+def test_a_bad_serve_table_is_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.server.support import TOOLDECK
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "tooldeck.toml").write_text("[serve]\ntoken = 5\n")
+    proc = subprocess.run([TOOLDECK, "serve", "--home", str(home)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "serve.config_invalid" in proc.stderr

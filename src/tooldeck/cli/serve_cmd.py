@@ -58,8 +58,14 @@ def serve(
     = "warning",
 ) -> None:
     """Serve the tools of the snapshot as an MCP server; every call goes through the gate. Ctrl-C stops it."""
+    from tooldeck.server.config import configured_token
     from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
 
+    if token is None and not stdio:  # HTTP (the default transport): the token may come from tooldeck.toml
+        try:
+            token = configured_token(Path(home))
+        except TooldeckError as exc:
+            usage_errors(exc)
     address = _check_usage(stdio, http, scene, log_level, bool(token or allow_host or allow_origin))
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="tooldeck serve: %(levelname)s %(message)s")
     try:
