@@ -70,3 +70,13 @@ def test_stdio_exits_when_stdin_closes(tmp_path: Path) -> None:
     assert r.returncode == 0
     assert r.stdout == ""  # stdout is the protocol channel: nothing else is written there
     assert "tooldeck serving MCP on stdio" in r.stderr
+
+
+def test_connect_flag_is_checked(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.server.support import TOOLDECK
+
+    proc = subprocess.run([TOOLDECK, "serve", "--home", str(tmp_path), "--connect", "eager"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--connect must be lazy or start" in proc.stderr

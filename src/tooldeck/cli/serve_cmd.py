@@ -50,6 +50,9 @@ def serve(
                                                            help="Accept this browser Origin besides loopback, e.g. "
                                                                 "https://app.example (repeatable).")] = None,
     loading: LoadingOption = None,
+    connect: Annotated[str | None, typer.Option(
+        "--connect", help="lazy | start: connect MCP servers on their first call (lazy) or now (start); "
+                          "default: `connect` in tooldeck.toml, else lazy.")] = None,
     scene: Annotated[str, typer.Option("--scene", help="chat | session: which scene's tools to offer.")] = "session",
     records: Annotated[bool, typer.Option("--records/--no-records",
                                           help="Record every call in <home>/records.sqlite (replayable audit).")]
@@ -61,6 +64,8 @@ def serve(
     from tooldeck.server.config import configured_token
     from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
 
+    if connect not in (None, "lazy", "start"):
+        fail_usage(f"--connect must be lazy or start, not {connect!r}")
     if token is None and not stdio:  # HTTP (the default transport): the token may come from tooldeck.toml
         try:
             token = configured_token(Path(home))
@@ -74,6 +79,10 @@ def serve(
             # A gateway's tool list should not change under its clients: serve defers schemas unless told.
             loading = Loading.deferred
         runtime = with_loading(runtime, loading)
+        if connect is not None and runtime.mcp is not None:
+            runtime.mcp.config = runtime.mcp.config.model_copy(update={"connect": connect})
+            if connect == "start":
+                runtime.mcp.start()  # connects and re-lists every server in the background
     except TooldeckError as exc:
         usage_errors(exc)
         return
