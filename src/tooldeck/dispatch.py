@@ -46,7 +46,6 @@ class Outcome:
     tool_id: str | None
     started_at: float | None = None
     finished_at: float = 0.0
-    executed: bool = False
     effects: list[Any] = field(default_factory=list)
 
 
@@ -145,7 +144,7 @@ async def _wait_then_finish(inv: Invocation, pending: _Pending, ctx: CallContext
 def _outcome(inv: Invocation, output: ToolOutput, ctx: CallContext, tool_id: str, started: float | None) -> Outcome:
     if output.is_error:
         ctx.turn.failed[ctx.index] = True
-    return Outcome(output, tool_id, started, time.time() if started is not None else 0.0, True, output.effects)
+    return Outcome(output, tool_id, started, time.time() if started is not None else 0.0, output.effects)
 
 
 async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:

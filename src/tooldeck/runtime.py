@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -41,7 +41,28 @@ from tooldeck.snapshot.search import DeferredCatalog
 from tooldeck.snapshot.snapshot import Binding, Snapshot
 from tooldeck.sources.extensions import ExtensionRegistry
 
+T = TypeVar("T")
 PROFILE_FILES = ("profile.toml", "profile.json")
+
+
+class BuiltOnce(Generic[T]):
+    """Values that depend only on a snapshot (and a profile): built on first use, kept for the
+    invocations that reuse them, bounded so a long-lived host does not grow without end."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._items: dict[Any, tuple[Any, T]] = {}
+
+    def get(self, key: Any, owner: Any, build: Callable[[], T]) -> T:
+        """`owner` is kept with the value: a hit must come from the same objects (by identity)."""
+        hit = self._items.get(key)
+        if hit is not None and (hit[0] is owner or hit[0] == owner):
+            return hit[1]
+        if len(self._items) >= self._limit:
+            self._items.clear()
+        value = build()
+        self._items[key] = (owner, value)
+        return value
 
 
 @dataclass
@@ -115,9 +136,9 @@ class Runtime:
         self.recording = not isinstance(self.recorder, NullRecorder)
         self.confirm = confirm
         self.runs: dict[str, RunState] = {}
-        self._gate_tables: dict[tuple[str, int], GateTable] = {}
-        self._deferred_catalogs: dict[str, DeferredCatalog] = {}
-        self._snapshot_texts: dict[str, str] = {}
+        self._gate_tables: BuiltOnce[GateTable] = BuiltOnce(256)
+        self._deferred_catalogs: BuiltOnce[DeferredCatalog] = BuiltOnce(64)
+        self._snapshot_texts: BuiltOnce[str] = BuiltOnce(64)
         self._loop: asyncio.AbstractEventLoop | None = None
         # -- MCP servers (issue 6): <home>/tooldeck.toml [mcp] and <home>/mcp.json --------------------
         from tooldeck.sources.mcp.wiring import attach_mcp
@@ -222,12 +243,7 @@ class Runtime:
 
     def _snapshot_json(self, snapshot: Snapshot) -> str:
         """A snapshot's JSON, serialised once (invocations that reuse a snapshot record the same text)."""
-        text = self._snapshot_texts.get(snapshot.id)
-        if text is None:
-            if len(self._snapshot_texts) > 64:
-                self._snapshot_texts.clear()
-            text = self._snapshot_texts[snapshot.id] = snapshot.to_json()
-        return text
+        return self._snapshot_texts.get(snapshot.id, snapshot, snapshot.to_json)
 
     def _build_snapshot(self, provider: str, bindings: list[Binding], prof: Profile,
                         diagnostics: list[Diagnostic]) -> Snapshot:
@@ -255,24 +271,18 @@ class Runtime:
 
     def deferred_catalog(self, snapshot: Snapshot) -> DeferredCatalog:
         """The find_tools search index of a snapshot, built once."""
-        found = self._deferred_catalogs.get(snapshot.id)
-        if found is None:
-            if len(self._deferred_catalogs) > 64:
-                self._deferred_catalogs.clear()
-            found = self._deferred_catalogs[snapshot.id] = DeferredCatalog.build(snapshot)
-        return found
+        return self._deferred_catalogs.get(snapshot.id, snapshot, lambda: DeferredCatalog.build(snapshot))
 
     def gate_table(self, snapshot: Snapshot, profile: Profile) -> GateTable:
         """Per (snapshot, profile): the gate's entries, compiled validators and the spill guidance."""
-        key = (snapshot.id, id(profile))
-        table = self._gate_tables.get(key)
-        if table is None:
-            if len(self._gate_tables) > 256:
-                self._gate_tables.clear()
-            table = self._gate_tables[key] = GateTable.build(snapshot, profile)
+        def build() -> GateTable:
+            table = GateTable.build(snapshot, profile)
             if self.mcp is not None:  # MCP `ask` tools go through the confirmation callback (issue 6)
                 self.mcp.narrow_permissions(table)
-        return table
+            return table
+
+        # Keyed by the profile's identity too; the entry keeps the profile alive, so an id is never reused.
+        return self._gate_tables.get((snapshot.id, id(profile)), (snapshot, profile), build)
 
     def loop(self) -> asyncio.AbstractEventLoop:
         """The private event loop behind the sync facade."""

@@ -29,7 +29,6 @@ def static_source(kind: str, tools: list[tuple[str, Any]]) -> StaticSource:
 
     source = StaticSource(kind)  # type: ignore[arg-type]
     for tid, fn in tools:
-        import inspect
 
-        source.add(descriptor(tid), Executable(fn, inspect.iscoroutinefunction(fn), False))
+        source.add(descriptor(tid), Executable(fn))
     return source

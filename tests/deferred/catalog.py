@@ -33,7 +33,7 @@ def mcp_source(functions: list[dict[str, Any]], server: str = "bfcl") -> StaticS
     for fn in functions:
         tid = ToolId.mcp("reg-bfcl", fn["name"])
         source.add(ToolDescriptor(tid, fn.get("description") or fn["name"], _schema(fn),
-                                  model_name=mcp_model_name(server, fn["name"])), Executable(_echo, False))
+                                  model_name=mcp_model_name(server, fn["name"])), Executable(_echo))
     return source
 
 

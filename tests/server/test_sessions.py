@@ -126,12 +126,11 @@ def _script_source() -> StaticSource:
     source = StaticSource("script")
     source.add(ToolDescriptor(ToolId.parse("script/demo:bare"), "",
                               {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
-               Executable(lambda args, ctx: f"n={args['n']}", is_async=False))
+               Executable(lambda args, ctx: f"n={args['n']}"))
     source.add(ToolDescriptor(ToolId.parse("script/demo:sized"), "Size of a text.",
                               {"type": "object", "properties": {"text": {"type": "string"}}},
                               output_schema={"type": "object", "properties": {"size": {"type": "integer"}}}),
-               Executable(lambda args, ctx: ToolOutput("size computed", structured={"size": len(args["text"])}),
-                          is_async=False))
+               Executable(lambda args, ctx: ToolOutput("size computed", structured={"size": len(args["text"])})))
     return source
 
 

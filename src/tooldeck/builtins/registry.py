@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,7 @@ class BuiltinTool:
     """True for a sync handler that does I/O or heavy work: it runs on a worker thread."""
 
     def executable(self) -> Executable:
-        return Executable(self.handler, inspect.iscoroutinefunction(self.handler), self.blocking)
+        return Executable(self.handler, self.blocking)
 
 
 def builtin_source(tools: Iterable[BuiltinTool]) -> StaticSource:

@@ -51,14 +51,14 @@ class CallContext:
 
 @dataclass(frozen=True, slots=True)
 class Executable:
-    """How to run one tool. `fn(args, ctx)` returns a value or an awaitable of one.
+    """How to run one tool. `fn(args, ctx)` returns a value or an awaitable of one (dispatch looks
+    at what it returns, so sync and async callables need no flag).
 
     `blocking` marks a sync callable that may block: it runs on a worker thread. A sync callable
     that is not blocking runs inline on the event loop (the fast path).
     """
 
     fn: Callable[[dict[str, Any], CallContext], Any]
-    is_async: bool
     blocking: bool = False
 
 

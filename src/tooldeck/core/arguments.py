@@ -39,32 +39,20 @@ class ToolArguments:
 
     @classmethod
     def decode(cls, wire: Any = MISSING) -> ToolArguments:
-        kind = type(wire)
-        if kind is dict:
+        if type(wire) is dict:
             return cls(wire, None)
-        if kind is str and wire and wire[0] == "{" and wire[-1] == "}":
+        if isinstance(wire, str):
             try:
                 value = orjson.loads(wire)
             except orjson.JSONDecodeError:
-                return cls(None, wire)
-            if type(value) is dict:
+                return cls({}, None) if not wire.strip() else cls(None, wire)
+            if isinstance(value, dict):
                 return cls(value, None)
+            return cls({}, None) if value is None else cls(None, wire)
         if wire is MISSING or wire is None:
             return cls({}, None)
         if isinstance(wire, dict):
             return cls(wire, None)
-        if isinstance(wire, str):
-            if not wire.strip():
-                return cls({}, None)
-            try:
-                value = orjson.loads(wire)
-            except orjson.JSONDecodeError:
-                return cls(None, wire)
-            if isinstance(value, dict):
-                return cls(value, None)
-            if value is None:
-                return cls({}, None)
-            return cls(None, wire)
         if isinstance(wire, bytes | bytearray):
             return cls.decode(bytes(wire).decode("utf-8", errors="replace"))
         try:

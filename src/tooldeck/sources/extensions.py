@@ -134,8 +134,15 @@ def to_output(value: Any) -> ToolOutput:
     return ToolOutput(text, structured=value, raw=value)
 
 
+def _executable(fn: Callable[..., Any], call: Callable[[dict[str, Any], CallContext], Any],
+                blocking: bool | None) -> Executable:
+    """Coroutine functions never block the loop; a sync function runs on a thread unless declared non-blocking."""
+    if inspect.iscoroutinefunction(fn):
+        return Executable(call)
+    return Executable(call, True if blocking is None else blocking)
+
+
 def _make_executable(fn: Callable[..., Any], sig: FunctionSignature, blocking: bool | None) -> Executable:
-    is_async = inspect.iscoroutinefunction(fn)
     ctx_name, model = sig.context_param, sig.model
 
     if model is None and ctx_name is None:
@@ -148,9 +155,7 @@ def _make_executable(fn: Callable[..., Any], sig: FunctionSignature, blocking: b
                 kwargs[ctx_name] = ctx
             return fn(**kwargs)
 
-    if is_async:
-        return Executable(call, True, False)
-    return Executable(call, False, True if blocking is None else blocking)
+    return _executable(fn, call, blocking)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +244,4 @@ def _raw_executable(fn: Callable[..., Any], blocking: bool | None) -> Executable
     def call(args: dict[str, Any], ctx: CallContext) -> Any:
         return fn(**args, **{ctx_name: ctx}) if ctx_name else fn(**args)
 
-    if inspect.iscoroutinefunction(fn):
-        return Executable(call, True, False)
-    return Executable(call, False, True if blocking is None else blocking)
+    return _executable(fn, call, blocking)

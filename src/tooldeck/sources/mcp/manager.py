@@ -207,7 +207,7 @@ class McpManager:
             state = self._by_rid.get(tool_id.source_id)
             if state is None:
                 return None
-            executable = self._executables[tool_id] = Executable(self._make_call(state, tool_id.name), True, False)
+            executable = self._executables[tool_id] = Executable(self._make_call(state, tool_id.name))
         return executable
 
     def permission_for(self, tool_id: str) -> cfg.Permission | None:
