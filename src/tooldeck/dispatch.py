@@ -8,17 +8,18 @@ exception inside a tool becomes a `tool.execution_failed` result and never kills
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
-from tooldeck.catalog.sources import CallContext, TurnState
+from tooldeck.catalog.sources import CallContext, Executable, TurnState
 from tooldeck.core.errors import EXECUTION_FAILED, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
 from tooldeck.core.results import ToolOutput
-from tooldeck.gate import Admitted, Refused
+from tooldeck.gate import Admitted, GateEntry, Refused
 from tooldeck.sources.extensions import to_output
 
 if TYPE_CHECKING:
@@ -38,113 +39,129 @@ class ConfirmationRequest:
 Confirm = Callable[[ConfirmationRequest], bool | Awaitable[bool]]
 
 
-@dataclass(slots=True)
-class Outcome:
-    """One call's output before projection, with what the records need."""
-
-    output: ToolOutput
-    tool_id: str | None
-    started_at: float | None = None
-    finished_at: float = 0.0
-    effects: list[Any] = field(default_factory=list)
-
-
-async def run_batch(inv: Invocation, checks: list[Admitted | Refused], call_ids: list[str],
-                    turn: TurnState, round_no: int) -> list[Outcome]:
+async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState) -> None:
+    """Run a turn's calls; each call's output lands in `turn.outputs` as soon as it finishes."""
+    outputs = turn.outputs
     n = len(checks)
-    if n == 1:
-        return [await run_one(inv, checks[0], call_ids[0], 0, turn, round_no)]
-    outcomes: list[Outcome | None] = [None] * n
-    sem: asyncio.Semaphore | None = None
     i = 0
     while i < n:
-        j = i
-        while j < n and _is_parallel(checks[j]):
-            j += 1
-        if j - i > 1:
-            if sem is None:
-                sem = asyncio.Semaphore(inv.profile.max_concurrency)
-
-            async def one(k: int, limit: asyncio.Semaphore = sem) -> None:
-                async with limit:
-                    outcomes[k] = await run_one(inv, checks[k], call_ids[k], k, turn, round_no)
-
-            await asyncio.gather(*(one(k) for k in range(i, j)))
-            i = j
-        else:
-            outcomes[i] = await run_one(inv, checks[i], call_ids[i], i, turn, round_no)
-            i += 1
-    return outcomes  # type: ignore[return-value]
+        check = checks[i]
+        if _is_parallel(check):
+            j = i + 1
+            while j < n and _is_parallel(checks[j]):
+                j += 1
+            if j - i > 1:
+                await _run_together(inv, checks, turn, i, j)
+                i = j
+                continue
+        out = begin_one(inv, check, i, turn)
+        outputs[i] = out if type(out) is ToolOutput else await out
+        i += 1
 
 
 def _is_parallel(check: Admitted | Refused) -> bool:
-    if isinstance(check, Refused):
-        return True
-    return check.entry.binding.descriptor.annotations.concurrency_safe and not check.needs_confirmation
+    return type(check) is Refused or (check.entry.concurrency_safe and not check.needs_confirmation)  # type: ignore[union-attr]
 
 
-async def run_one(inv: Invocation, check: Admitted | Refused, call_id: str, index: int,
-                  turn: TurnState, round_no: int) -> Outcome:
-    out = begin_one(inv, check, call_id, index, turn, round_no)
-    return out if type(out) is Outcome else await out  # type: ignore[misc]
+async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState, start: int,
+                        end: int) -> None:
+    """Run calls start..end-1 (all concurrency-safe) together, at most `max_concurrency` at a time.
+
+    Each call's first step runs inline; most finish there and cost no task. Only when some suspend
+    are they awaited together (with the rest of the group, under the cap).
+    """
+    outputs = turn.outputs
+    cap = inv.profile.max_concurrency
+    waiting: list[tuple[int, Coroutine[Any, Any, ToolOutput]]] = []
+    k = start
+    try:
+        while k < end and len(waiting) < cap:
+            out = begin_one(inv, checks[k], k, turn)
+            if type(out) is ToolOutput:
+                outputs[k] = out
+            else:
+                waiting.append((k, out))  # type: ignore[arg-type]
+            k += 1
+    except BaseException:
+        for _, coro in waiting:  # a host fault: the calls already started are abandoned with the turn
+            coro.close()
+        raise
+    if not waiting:
+        return
+    slots = asyncio.Semaphore(cap - len(waiting))
+
+    async def finish(index: int, coro: Coroutine[Any, Any, ToolOutput]) -> None:
+        try:
+            outputs[index] = await coro
+        finally:
+            slots.release()
+
+    async def later(index: int) -> None:
+        async with slots:
+            out = begin_one(inv, checks[index], index, turn)
+            outputs[index] = out if type(out) is ToolOutput else await out  # type: ignore[assignment]
+
+    await asyncio.gather(*(finish(i, c) for i, c in waiting), *(later(i) for i in range(k, end)))
 
 
-def begin_one(inv: Invocation, check: Admitted | Refused, call_id: str, index: int, turn: TurnState,
-              round_no: int) -> Outcome | Coroutine[Any, Any, Outcome]:
+def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
+              turn: TurnState) -> ToolOutput | Coroutine[Any, Any, ToolOutput]:
     """Run one call as far as it goes without the event loop.
 
-    Returns the Outcome when the call finished on its first step (a refusal, a sync tool, a coroutine
+    Returns the output when the call finished on its first step (a refusal, a sync tool, a coroutine
     that never suspended), else a coroutine to await (confirmation, a suspended tool, a thread job).
     Most calls take the first path, which costs no task, no timer and no extra coroutine.
     """
     if type(check) is Refused:
         r = check.result
-        turn.failed[index] = True
-        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), r.tool_id, None, time.time())
+        return ToolOutput(r.content, r.structured, True, r.error_code)
     if check.needs_confirmation:  # type: ignore[union-attr]
-        return _confirm_then_run(inv, check, call_id, index, turn, round_no)  # type: ignore[arg-type]
-    return _run_admitted(inv, check, call_id, index, turn, round_no)  # type: ignore[arg-type]
+        return _confirm_then_run(inv, check, index, turn)  # type: ignore[arg-type]
+    return _run_admitted(inv, check, index, turn)  # type: ignore[arg-type]
 
 
-async def _confirm_then_run(inv: Invocation, check: Admitted, call_id: str, index: int, turn: TurnState,
-                            round_no: int) -> Outcome:
+async def _confirm_then_run(inv: Invocation, check: Admitted, index: int, turn: TurnState) -> ToolOutput:
+    call_id = turn.calls[index].id
     if not await _confirmed(inv, call_id, check):
         r = inv.gate.permission_refusal(call_id, check.entry)
-        turn.failed[index] = True
-        return Outcome(ToolOutput(r.content, r.structured, True, r.error_code), check.entry.tool_id, None,
-                       time.time())
-    out = _run_admitted(inv, check, call_id, index, turn, round_no)
-    return out if type(out) is Outcome else await out  # type: ignore[misc]
+        return ToolOutput(r.content, r.structured, True, r.error_code)
+    out = _run_admitted(inv, check, index, turn)
+    return out if type(out) is ToolOutput else await out  # type: ignore[misc]
 
 
-def _run_admitted(inv: Invocation, check: Admitted, call_id: str, index: int, turn: TurnState,
-                  round_no: int) -> Outcome | Coroutine[Any, Any, Outcome]:
+def _run_admitted(inv: Invocation, check: Admitted, index: int,
+                  turn: TurnState) -> ToolOutput | Coroutine[Any, Any, ToolOutput]:
     entry = check.entry
-    binding = entry.binding
-    descriptor = binding.descriptor
-    executable = inv.runtime.catalog.resolve(descriptor.id)
+    tool_id = entry.binding.descriptor.id
+    source = entry.source
+    executable = source.resolve(tool_id) if source is not None else inv.runtime.catalog.resolve(tool_id)
     if executable is None:
-        turn.failed[index] = True
-        return Outcome(ToolOutput.error(TOOL_UNAVAILABLE, f"`{binding.call_name}` is currently unavailable. "
-                                        "No action was taken."), entry.tool_id, None, time.time())
-    ctx = CallContext(call_id, descriptor.id, binding.call_name, round_no, index, inv, turn)
-    started = time.time() if inv.runtime.recording else None
-    output = _start(executable, check.args, ctx)
+        return ToolOutput.error(TOOL_UNAVAILABLE, f"`{entry.binding.call_name}` is currently unavailable. "
+                                "No action was taken.")
+    timings = turn.timings
+    started = 0.0 if timings is None else time.time()
+    if executable.blocking:
+        output: ToolOutput | _Pending = _Pending(None, None, _thread_job(executable, check.args, inv, entry, index,
+                                                                         turn))
+    else:
+        output = _start(executable, check.args, inv, entry, index, turn)
     if type(output) is _Pending:
-        return _wait_then_finish(inv, output, ctx, entry, started)
-    return _outcome(inv, output, ctx, entry.tool_id, started)
+        return _finish(output, entry, index, timings, started)
+    if timings is not None:
+        timings[index] = (started, time.time())
+    return output  # type: ignore[return-value]
 
 
-async def _wait_then_finish(inv: Invocation, pending: _Pending, ctx: CallContext, entry: Any,
-                            started: float | None) -> Outcome:
-    output = await _finish(pending, ctx, entry.timeout_s, entry.binding.descriptor.annotations.mutating)
-    return _outcome(inv, output, ctx, entry.tool_id, started)
+def _context(inv: Invocation, entry: GateEntry, index: int, turn: TurnState) -> CallContext:
+    b = entry.binding
+    return CallContext(turn.calls[index].id, b.descriptor.id, b.call_name, turn.round, index, inv, turn)
 
 
-def _outcome(inv: Invocation, output: ToolOutput, ctx: CallContext, tool_id: str, started: float | None) -> Outcome:
-    if output.is_error:
-        ctx.turn.failed[ctx.index] = True
-    return Outcome(output, tool_id, started, time.time() if started is not None else 0.0, output.effects)
+def _thread_job(executable: Executable, args: dict[str, Any], inv: Invocation, entry: GateEntry, index: int,
+                turn: TurnState) -> Callable[[], Any]:
+    if executable.direct is not None:
+        return functools.partial(executable.direct, **args)
+    return functools.partial(executable.fn, args, _context(inv, entry, index, turn))
 
 
 async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:
@@ -164,19 +181,19 @@ class _Pending:
 
     awaitable: Any
     yielded: Any = None
-    thread_job: tuple[Any, dict[str, Any]] | None = None
+    thread_job: Callable[[], Any] | None = None
 
 
-def _start(executable: Any, args: dict[str, Any], ctx: CallContext) -> ToolOutput | _Pending:
+def _start(executable: Executable, args: dict[str, Any], inv: Invocation, entry: GateEntry, index: int,
+           turn: TurnState) -> ToolOutput | _Pending:
     """Run the tool as far as it goes without the event loop.
 
     Most tools finish on their first step (a sync function, or a coroutine that never suspends);
     they cost no task, no timer and no extra coroutine. Anything else comes back as `_Pending`.
     """
-    if executable.blocking:
-        return _Pending(None, None, (executable.fn, args))
     try:
-        value = executable.fn(args, ctx)
+        direct = executable.direct
+        value = direct(**args) if direct is not None else executable.fn(args, _context(inv, entry, index, turn))
         if type(value) is CoroutineType:
             try:
                 yielded = value.send(None)
@@ -187,30 +204,34 @@ def _start(executable: Any, args: dict[str, Any], ctx: CallContext) -> ToolOutpu
         elif inspect.isawaitable(value):
             return _Pending(value)
     except Exception as exc:
-        return _failure(exc, ctx)
+        return _failure(exc, entry)
     return to_output(value)
 
 
-async def _finish(pending: _Pending, ctx: CallContext, timeout_s: float, mutating: bool) -> ToolOutput:
+async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list[tuple[float, float] | None] | None,
+                  started: float) -> ToolOutput:
+    timeout_s = entry.timeout_s
     try:
         async with asyncio.timeout(timeout_s):
             if pending.thread_job is not None:
-                fn, args = pending.thread_job
-                value = await asyncio.to_thread(fn, args, ctx)
+                value = await asyncio.to_thread(pending.thread_job)
             elif pending.yielded is not None or type(pending.awaitable) is CoroutineType:
                 value = await _Resume(pending.awaitable, pending.yielded)
             else:
                 value = await pending.awaitable
+        output = to_output(value)
     except TimeoutError:
-        return _timeout(ctx, timeout_s, mutating)
+        output = _timeout(entry.binding.call_name, timeout_s, entry.binding.descriptor.annotations.mutating)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        return _failure(exc, ctx)
-    return to_output(value)
+        output = _failure(exc, entry)
+    if timings is not None:
+        timings[index] = (started, time.time())
+    return output
 
 
-def _failure(exc: Exception, ctx: CallContext) -> ToolOutput:
+def _failure(exc: Exception, entry: GateEntry) -> ToolOutput:
     """A tool's exception as a result, except host faults: those propagate.
 
     An `OSError` escaping a builtin is a host fault too (builtins map every error the model can fix
@@ -218,11 +239,11 @@ def _failure(exc: Exception, ctx: CallContext) -> ToolOutput:
     """
     if isinstance(exc, ToolCallError):
         return ToolOutput.error(exc.code, exc.message, exc.structured)
-    if isinstance(exc, HostFault) or (isinstance(exc, OSError) and ctx.tool_id.kind == "builtin"):
+    if isinstance(exc, HostFault) or (isinstance(exc, OSError) and entry.binding.descriptor.id.kind == "builtin"):
         raise exc
     detail = str(exc) or type(exc).__name__
     return ToolOutput.error(
-        EXECUTION_FAILED, f"`{ctx.call_name}` failed: {type(exc).__name__}: {detail}",
+        EXECUTION_FAILED, f"`{entry.binding.call_name}` failed: {type(exc).__name__}: {detail}",
         {"error": {"code": EXECUTION_FAILED, "message": detail, "exception": type(exc).__name__}},
     )
 
@@ -259,8 +280,8 @@ class _Resume:
                     return done.value
 
 
-def _timeout(ctx: CallContext, timeout_s: float, mutating: bool) -> ToolOutput:
-    text = f"`{ctx.call_name}` did not finish within {timeout_s:g} s and was stopped."
+def _timeout(call_name: str, timeout_s: float, mutating: bool) -> ToolOutput:
+    text = f"`{call_name}` did not finish within {timeout_s:g} s and was stopped."
     if mutating:
         text += " It may have executed; check the state before repeating it."
     else:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from orjson import JSONDecodeError
+from orjson import loads as _loads
 
 from tooldeck.catalog.profile import Permission, Profile
 from tooldeck.core.arguments import MISSING, ToolArguments
@@ -49,6 +51,9 @@ class GateEntry:
     tool_id: str
     permission: Permission
     timeout_s: float
+    concurrency_safe: bool = False
+    source: Any = None
+    """The catalog source of the tool's kind, when known (dispatch resolves the executable there)."""
     _schema: CompiledSchema | None = None
     is_valid: Any = None
     """The compiled validator's `is_valid`, set on the tool's first call (None: no usable schema)."""
@@ -65,7 +70,7 @@ class GateEntry:
 class Admitted:
     entry: GateEntry
     args: dict[str, Any]
-    arguments: ToolArguments
+    """The decoded, validated arguments (an admitted call's arguments are always a valid object)."""
     needs_confirmation: bool = False
 
 
@@ -101,7 +106,8 @@ class GateTable:
     @classmethod
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
         entries = {
-            b.call_name: GateEntry(b, b.tool_id, profile.permission_for(b.tool_id), profile.timeout_for(b.tool_id))
+            b.call_name: GateEntry(b, b.tool_id, profile.permission_for(b.tool_id), profile.timeout_for(b.tool_id),
+                                   b.descriptor.annotations.concurrency_safe)
             for b in snapshot.bindings
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
@@ -121,6 +127,8 @@ class Gate:
         self._listed = table.listed
         self._deferred = bool(table.listed) and snapshot.loading == "deferred"
         self._names_only = bool(table.listed) and snapshot.loading == "names_only"
+        self._listed_only = self._deferred or self._names_only
+        self._limit = snapshot.max_calls_per_invocation
         self.fetched: set[str] = fetched if fetched is not None else set()
         """Tool ids whose schema the model has fetched in this run (deferred modes)."""
 
@@ -128,6 +136,24 @@ class Gate:
         self, call_id: str, name: str, wire_args: Any = MISSING, choice: ToolChoice = "auto"
     ) -> Admitted | Refused:
         entry = self.entries.get(name)
+        if entry is None or self._listed_only:
+            return self._check_special(call_id, name, entry, wire_args, choice)
+        # Steps 3 before 2 is safe here: decoding has no effect, and `_admit` charges before any refusal.
+        kind = type(wire_args)
+        if kind is str:
+            try:
+                args = _loads(wire_args)
+            except JSONDecodeError:
+                args = None
+            if type(args) is dict:
+                return self._admit(call_id, entry, args, choice)
+        elif kind is dict:
+            return self._admit(call_id, entry, wire_args, choice)
+        return self.check_entry(call_id, entry, ToolArguments.decode(wire_args), choice)
+
+    def _check_special(self, call_id: str, name: str, entry: GateEntry | None, wire_args: Any,
+                       choice: ToolChoice) -> Admitted | Refused:
+        """Unknown names, and the deferred modes' rules for tools listed by name only."""
         if self._deferred:
             if name == RUN_TOOL and entry is not None:
                 return self._unwrap(call_id, entry, wire_args, choice)
@@ -148,34 +174,60 @@ class Gate:
     def check_entry(
         self, call_id: str, entry: GateEntry, arguments: ToolArguments, choice: ToolChoice
     ) -> Admitted | Refused:
+        args = arguments.value
+        if args is not None:
+            return self._admit(call_id, entry, args, choice)
         over = self._charge(entry)
         if over is not None:
             return Refused(recoverable_error(call_id, entry.tool_id, BUDGET_EXHAUSTED, over), entry, arguments)
-        args = arguments.value
-        if args is None:
-            message = arguments.invalid_message()
-            return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS, message), entry, arguments)
-        schema = entry._schema or entry.schema
-        if entry.is_valid is not None and not entry.is_valid(args):
-            problems = schema.problems(args) or ["the arguments do not match the tool's schema"]
-            return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS,
-                                             self.invalid_message(entry, problems)), entry, arguments)
-        if schema.error is not None:
-            return Refused(recoverable_error(
-                call_id, entry.tool_id, "tool.schema_invalid",
-                f"`{entry.binding.call_name}` cannot be called: its input schema is invalid ({schema.error}). "
-                "Use another tool.",
-            ), entry, arguments)
+        message = arguments.invalid_message()
+        return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS, message), entry, arguments)
+
+    def _admit(self, call_id: str, entry: GateEntry, args: dict[str, Any], choice: ToolChoice) -> Admitted | Refused:
+        """Steps 2 and 4–6 for arguments that decoded to an object."""
+        budget = self.budget
+        if budget.total < self._limit and entry.binding.max_calls is None:  # `_charge` inlined: the common case
+            budget.total += 1
+            per_tool = budget.per_tool
+            per_tool[entry.tool_id] = per_tool.get(entry.tool_id, 0) + 1
+        else:
+            over = self._charge(entry)
+            if over is not None:
+                return self._refused(call_id, entry, args, BUDGET_EXHAUSTED, over)
+        is_valid = entry.is_valid
+        if is_valid is None or not is_valid(args):
+            refusal = self._invalid(call_id, entry, args)
+            if refusal is not None:
+                return refusal
         if choice != "auto" and choice != "required":
             violation = self._choice_violation(entry, choice)
             if violation:
-                return Refused(recoverable_error(call_id, entry.tool_id, CHOICE_VIOLATION, violation), entry, arguments)
-        if entry.permission == "deny":
-            return Refused(recoverable_error(
-                call_id, entry.tool_id, PERMISSION_DENIED,
-                f"`{entry.binding.call_name}` is not permitted in this invocation; it was not run. Use another tool.",
-            ), entry, arguments)
-        return Admitted(entry, args, arguments, entry.permission == "ask")
+                return self._refused(call_id, entry, args, CHOICE_VIOLATION, violation)
+        permission = entry.permission
+        if permission == "allow":
+            return Admitted(entry, args)
+        if permission == "deny":
+            return self._refused(call_id, entry, args, PERMISSION_DENIED, f"`{entry.binding.call_name}` is not "
+                                 "permitted in this invocation; it was not run. Use another tool.")
+        return Admitted(entry, args, True)
+
+    def _invalid(self, call_id: str, entry: GateEntry, args: dict[str, Any]) -> Refused | None:
+        """The refusal for arguments the schema rejects (or a schema that does not compile); None if valid.
+        Compiles the tool's validator on its first call."""
+        schema = entry.schema
+        if schema.error is not None:
+            return self._refused(call_id, entry, args, "tool.schema_invalid", (
+                f"`{entry.binding.call_name}` cannot be called: its input schema is invalid ({schema.error}). "
+                "Use another tool."))
+        problems = schema.problems(args)
+        if problems is None:
+            return None
+        return self._refused(call_id, entry, args, INVALID_ARGUMENTS, self.invalid_message(
+            entry, problems or ["the arguments do not match the tool's schema"]))
+
+    @staticmethod
+    def _refused(call_id: str, entry: GateEntry, args: dict[str, Any], code: str, message: str) -> Refused:
+        return Refused(recoverable_error(call_id, entry.tool_id, code, message), entry, ToolArguments(args, None))
 
     def _refuse(self, call_id: str, entry: GateEntry | None, arguments: ToolArguments, code: str,
                 message: str) -> Refused:
@@ -224,7 +276,7 @@ class Gate:
 
     def _charge(self, entry: GateEntry | None) -> str | None:
         budget = self.budget
-        limit = self.snapshot.max_calls_per_invocation
+        limit = self._limit
         if budget.total >= limit:
             return (f"The tool call limit for this invocation has been reached ({limit} calls). "
                     "Answer with what you have.")

@@ -82,8 +82,9 @@ class Projector:
     def project(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:
         content = output.content
         if len(content) <= self.inline_limit:
+            refs = output.resource_refs
             return AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
-                                   output.error_code, list(output.resource_refs))
+                                   output.error_code, list(refs) if refs else [])
         return self._spill(call_id, tool_id, round_no, output)
 
     def _spill(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:

@@ -22,8 +22,8 @@ from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
 from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import AgentToolResult, ToolEffect
-from tooldeck.dispatch import Confirm, Outcome, begin_one, run_batch
+from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
+from tooldeck.dispatch import Confirm, begin_one, run_batch
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Projector
@@ -93,14 +93,19 @@ class Call:
     def from_wire(cls, call: Mapping[str, Any]) -> Call:
         if type(call) is not dict and not isinstance(call, Mapping):
             raise TooldeckError("model.invalid_tool_call", f"a call must be an object, got {type(call).__name__}")
-        nested = call.get("function")
-        fn = nested if nested is not None and isinstance(nested, Mapping) else call
-        call_id, name = call.get("id"), fn.get("name")
+        fn = call.get("function")
+        if fn is None or (type(fn) is not dict and not isinstance(fn, Mapping)):
+            fn = call
+        call_id = call.get("id")
+        name = fn.get("name")
         if not isinstance(call_id, str) or not call_id:
             raise TooldeckError("model.invalid_tool_call", "a tool call needs a non-empty string `id`")
         if not isinstance(name, str) or not name:
             raise TooldeckError("model.invalid_tool_call", f"tool call {call_id} needs a non-empty string `name`")
-        return cls(call_id, name, fn.get("arguments", MISSING) if "arguments" in fn else fn.get("args", MISSING))
+        arguments = fn.get("arguments", MISSING)
+        if arguments is MISSING:
+            arguments = fn.get("args", MISSING)
+        return cls(call_id, name, arguments)
 
     def raw_text(self) -> str | None:
         a = self.arguments
@@ -277,6 +282,8 @@ class Runtime:
         """Per (snapshot, profile): the gate's entries, compiled validators and the spill guidance."""
         def build() -> GateTable:
             table = GateTable.build(snapshot, profile)
+            for entry in table.entries.values():
+                entry.source = self.catalog.source(entry.binding.descriptor.id.kind)
             if self.mcp is not None:  # MCP `ask` tools go through the confirmation callback (issue 6)
                 self.mcp.narrow_permissions(table)
             return table
@@ -365,51 +372,50 @@ class Invocation:
 
     async def arun(self, calls: list[Mapping[str, Any]], tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
         """Run one model turn's batch of calls; results come back in call order."""
-        wire = [Call.from_wire(c) for c in calls]
+        from_wire = Call.from_wire
+        wire: list[Call] = []
+        for c in calls:  # loops, not comprehensions: this is the hot path and a turn is often one call
+            wire.append(from_wire(c))
         self.round += 1
         round_no = self.round
         runtime = self.runtime
         recording = runtime.recording
         check = self.gate.check
-        names: list[str] = []
-        ids: list[str] = []
         checks: list[Admitted | Refused] = []
         try:
             for c in wire:
-                names.append(c.name)
-                ids.append(c.id)
                 checks.append(check(c.id, c.name, c.arguments, tool_choice))
         except BaseException:
             if recording:  # nothing a model sent is lost, even when the gate itself fails
                 runtime.recorder.calls_requested(self.id, round_no, _requested(wire), time.time())
             raise
+        n = len(wire)
+        turn = TurnState(wire, round_no, [None] * n, [None] * n if recording else None)
         if recording:
             # One transaction before any tool runs: the raw wire arguments verbatim, and which calls start.
-            admitted = [StartedCall(ids[i], i, chk.entry.tool_id, chk.args)
-                        for i, chk in enumerate(checks) if isinstance(chk, Admitted)]
+            admitted = [StartedCall(wire[i].id, i, chk.entry.tool_id, chk.args)
+                        for i, chk in enumerate(checks) if type(chk) is Admitted]
             runtime.recorder.calls_admitted(self.id, round_no, _requested(wire), admitted, time.time())
-        turn = TurnState(names, [False] * len(wire))
+        outputs: list[ToolOutput] = turn.outputs
         try:
-            if len(checks) == 1:
-                out = begin_one(self, checks[0], ids[0], 0, turn, round_no)
-                outcomes = [out if type(out) is Outcome else await out]  # type: ignore[list-item]
+            if n == 1:
+                out = begin_one(self, checks[0], 0, turn)
+                outputs[0] = out if type(out) is ToolOutput else await out  # type: ignore[misc]
             else:
-                outcomes = await run_batch(self, checks, ids, turn, round_no)
+                await run_batch(self, checks, turn)
         except asyncio.CancelledError:
             if recording:  # results that never arrived: the calls may or may not have run
                 runtime.recorder.calls_finished(self.id, round_no, _cancelled(wire, checks))
             raise
         project = self.projector.project
         results: list[AgentToolResult] = []
-        for call_id, out in zip(ids, outcomes, strict=True):
-            results.append(project(call_id, out.tool_id, round_no, out.output))
+        for c, chk, out in zip(wire, checks, outputs, strict=False):  # equal lengths by construction
+            entry = chk.entry
+            results.append(project(c.id, entry.tool_id if entry is not None else None, round_no, out))
             if out.effects:
-                self.effects.extend((call_id, effect) for effect in out.effects)
+                self.effects.extend((c.id, effect) for effect in out.effects)
         if recording:
-            runtime.recorder.calls_finished(self.id, round_no, [
-                _finished(i, c, chk, out, result)
-                for i, (c, chk, out, result) in enumerate(zip(wire, checks, outcomes, results, strict=True))
-            ])
+            runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, results))
         return results
 
 
@@ -421,25 +427,31 @@ def _cancelled(wire: list[Call], checks: list[Admitted | Refused]) -> list[Finis
     now = time.time()
     out = []
     for i, (c, chk) in enumerate(zip(wire, checks, strict=True)):
-        if isinstance(chk, Admitted):
+        if type(chk) is Admitted:
             text = unknown_outcome_text(c.name)
             out.append(FinishedCall(c.id, i, chk.entry.tool_id, "outcome_unknown", chk.args, text,
                                     {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN,
                                     [], None, None, now))
         else:
-            r = chk.result
+            r = chk.result  # type: ignore[union-attr]
             out.append(FinishedCall(c.id, i, r.tool_id, "failed", None, r.content, r.structured, True, r.error_code,
                                     [], None, None, now))
     return out
 
 
-def _finished(index: int, call: Call, check: Admitted | Any, out: Outcome, result: AgentToolResult) -> FinishedCall:
-    o = out.output
-    status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
-    return FinishedCall(
-        call.id, index, out.tool_id, status, check.args if isinstance(check, Admitted) else None, result.content,
-        result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
-        out.started_at, out.finished_at, [e.to_dict() for e in out.effects])
+def _finished(turn: TurnState, checks: list[Admitted | Refused], results: list[AgentToolResult]) -> list[FinishedCall]:
+    now = time.time()
+    timings = turn.timings or ()
+    out = []
+    for i, (c, chk, o, result) in enumerate(zip(turn.calls, checks, turn.outputs, results, strict=True)):
+        status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
+        timing = timings[i]
+        out.append(FinishedCall(
+            c.id, i, result.tool_id, status, chk.args if type(chk) is Admitted else None, result.content,
+            result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
+            timing[0] if timing is not None else None, timing[1] if timing is not None else now,
+            [e.to_dict() for e in o.effects] if o.effects else []))
+    return out
 
 
 def open(home: str | Path = ".tooldeck", **options: Any) -> Runtime:

@@ -125,3 +125,67 @@ def test_host_faults_propagate_but_extension_os_errors_are_results(tmp_path):
     assert r.error_code == "tool.execution_failed" and "Connection refused" in r.content
     with pytest.raises(OSError):
         inv.run(calls("disk_read"))
+
+
+def test_the_cap_counts_suspended_calls_while_calls_that_finish_at_once_pass_through(tmp_path):
+    in_flight = {"now": 0, "peak": 0}
+
+    async def counted(args, ctx):
+        in_flight["now"] += 1
+        in_flight["peak"] = max(in_flight["peak"], in_flight["now"])
+        await asyncio.sleep(0.05)
+        in_flight["now"] -= 1
+        return ToolOutput(f"slept {ctx.call_id}")
+
+    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("count.sleep", counted, safe=True),
+                                              builtin("quick", lambda a, c: f"quick {c.call_id}", safe=True)],
+                          profile={"allow": ["builtin:*"], "max_concurrency": 2})
+    names = ["count_sleep", "quick", "count_sleep", "count_sleep", "quick", "count_sleep", "count_sleep"]
+    results = rt.invocation().run(calls(*names))
+    assert in_flight["peak"] == 2
+    assert [r.content for r in results] == [f"{'slept' if n == 'count_sleep' else 'quick'} c{i}"
+                                            for i, n in enumerate(names)]
+
+
+def test_a_host_fault_in_a_group_closes_the_calls_already_suspended(tmp_path):
+    import pytest
+
+    from tooldeck.core.errors import HostFault
+
+    closed: list[str] = []
+
+    async def waits(args, ctx):
+        try:
+            await asyncio.sleep(5)
+        except GeneratorExit:
+            closed.append(ctx.call_id)
+            raise
+
+    def fault(args, ctx):
+        raise HostFault("host.disk_gone", "the workspace disk is gone")
+
+    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("wait", waits, safe=True), builtin("fault", fault, safe=True)],
+                          profile={"allow": ["builtin:*"]})
+    with pytest.raises(HostFault):
+        rt.invocation().run(calls("wait", "wait", "fault"))
+    assert closed == ["c0", "c1"]
+
+
+def test_extension_functions_get_keywords_a_context_when_asked_and_sync_ones_a_worker_thread(tmp_path):
+    rt = tooldeck.Runtime(tmp_path, builtins=[], records=False, profile={"allow": ["extension/*"]})
+
+    @rt.tool(extension_id="ext")
+    def where(tag: str) -> str:
+        """Which thread runs a sync tool."""
+        return f"{tag} on {threading.current_thread().name}"
+
+    @rt.tool(extension_id="ext")
+    async def who(tag: str, ctx: tooldeck.CallContext) -> str:
+        """Which call this is."""
+        await asyncio.sleep(0)
+        return f"{tag} is {ctx.call_id} #{ctx.index} of {ctx.turn.call_names}"
+
+    first, second = rt.invocation().run([{"id": "a", "name": "where", "arguments": {"tag": "x"}},
+                                         {"id": "b", "name": "who", "arguments": '{"tag": "y"}'}])
+    assert first.content.startswith("x on ") and first.content != f"x on {threading.current_thread().name}"
+    assert second.content == "y is b #1 of ['where', 'who']"

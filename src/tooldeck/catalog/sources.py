@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,11 +27,21 @@ class Diagnostic:
 class TurnState:
     """The calls of one model turn, so a tool can see its place in the batch."""
 
-    call_names: list[str]
-    failed: list[bool]
+    calls: Sequence[Any]
+    """The turn's calls as they came (each has `id`, `name`, `arguments`)."""
+    round: int
+    outputs: list[Any]
+    """Each call's ToolOutput once it has finished (None before)."""
+    timings: list[tuple[float, float] | None] | None = None
+    """(started, finished) per call that ran, kept only when records are on."""
+
+    @property
+    def call_names(self) -> list[str]:
+        return [c.name for c in self.calls]
 
     def failed_before(self, index: int) -> list[int]:
-        return [i for i in range(index) if self.failed[i]]
+        outputs = self.outputs
+        return [i for i in range(index) if outputs[i] is not None and outputs[i].is_error]
 
 
 @dataclass(slots=True)
@@ -60,6 +70,9 @@ class Executable:
 
     fn: Callable[[dict[str, Any], CallContext], Any]
     blocking: bool = False
+    direct: Callable[..., Any] | None = None
+    """A callable that takes the arguments as keywords and needs no CallContext (plain extension
+    functions): dispatch calls it as `direct(**args)` and builds no context."""
 
 
 class ToolSource(Protocol):

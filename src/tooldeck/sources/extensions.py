@@ -117,9 +117,11 @@ def to_output(value: Any) -> ToolOutput:
     """An extension's plain return value → output: a string is the content; JSON is shown and kept."""
     kind = type(value)
     if kind is str:
-        return ToolOutput(value, raw=value)
+        return ToolOutput(value, None, False, None, (), (), value)
     if kind is ToolOutput:
         return value
+    if kind is int:  # an int's str() is its JSON text
+        return ToolOutput(str(value), value, False, None, (), (), value)
     if kind not in _JSON_TYPES:  # exact types first: isinstance on pydantic's metaclass is slow
         if isinstance(value, ToolOutput):
             return value
@@ -135,11 +137,11 @@ def to_output(value: Any) -> ToolOutput:
 
 
 def _executable(fn: Callable[..., Any], call: Callable[[dict[str, Any], CallContext], Any],
-                blocking: bool | None) -> Executable:
+                blocking: bool | None, direct: bool = False) -> Executable:
     """Coroutine functions never block the loop; a sync function runs on a thread unless declared non-blocking."""
     if inspect.iscoroutinefunction(fn):
-        return Executable(call)
-    return Executable(call, True if blocking is None else blocking)
+        return Executable(call, False, fn if direct else None)
+    return Executable(call, True if blocking is None else blocking, fn if direct else None)
 
 
 def _make_executable(fn: Callable[..., Any], sig: FunctionSignature, blocking: bool | None) -> Executable:
@@ -148,14 +150,16 @@ def _make_executable(fn: Callable[..., Any], sig: FunctionSignature, blocking: b
     if model is None and ctx_name is None:
         def call(args: dict[str, Any], ctx: CallContext) -> Any:
             return fn(**args)
-    else:
-        def call(args: dict[str, Any], ctx: CallContext) -> Any:
-            kwargs = dict(model.model_validate(args)) if model is not None else dict(args)
-            if ctx_name is not None:
-                kwargs[ctx_name] = ctx
-            return fn(**kwargs)
 
-    return _executable(fn, call, blocking)
+        return _executable(fn, call, blocking, direct=True)
+
+    def call_converted(args: dict[str, Any], ctx: CallContext) -> Any:
+        kwargs = dict(model.model_validate(args)) if model is not None else dict(args)
+        if ctx_name is not None:
+            kwargs[ctx_name] = ctx
+        return fn(**kwargs)
+
+    return _executable(fn, call_converted, blocking)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,4 +248,4 @@ def _raw_executable(fn: Callable[..., Any], blocking: bool | None) -> Executable
     def call(args: dict[str, Any], ctx: CallContext) -> Any:
         return fn(**args, **{ctx_name: ctx}) if ctx_name else fn(**args)
 
-    return _executable(fn, call, blocking)
+    return _executable(fn, call, blocking, direct=ctx_name is None)
