@@ -2,16 +2,20 @@
 
 Migration N brings the store from version N-1 to N; each runs once, in one transaction, and never
 touches tables this module does not own (other modules, e.g. MCP registrations, keep their own
-tables in the same file).
+tables in the same file). A step is SQL, or a function of the connection for data that SQL alone
+cannot move.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from tooldeck.core.errors import TooldeckError
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+Step = str | Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 1: the initial schema.
     (
         """CREATE TABLE runs (
@@ -114,7 +118,10 @@ def migrate(conn: sqlite3.Connection) -> int:
             "upgrade tooldeck or point --home at another directory",
         )
     for target in range(version + 1, SCHEMA_VERSION + 1):
-        for statement in MIGRATIONS[target - 1]:
-            conn.execute(statement)
+        for step in MIGRATIONS[target - 1]:
+            if isinstance(step, str):
+                conn.execute(step)
+            else:
+                step(conn)
         conn.execute(f"PRAGMA user_version = {target}")
     return version
