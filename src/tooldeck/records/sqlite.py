@@ -207,7 +207,8 @@ def untext(value: Any) -> Any:
     return value
 
 
-def _fallback(value: Any) -> Any:
+def fallback(value: Any) -> Any:
+    """`default` for orjson: sets and tuples as lists, bytes decoded, anything else as its repr."""
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     if isinstance(value, bytes | bytearray):
@@ -220,7 +221,7 @@ def dump(value: Any) -> str | None:
     if value is None:
         return None
     try:
-        return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(value, default=fallback, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
         return orjson.dumps(repr(value)).decode()
 
