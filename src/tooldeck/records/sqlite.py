@@ -190,18 +190,9 @@ def write(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], budge
 
 # -- value encodings -------------------------------------------------------------------------------
 
-def text(value: str | None) -> str | bytes | None:
-    """Bind a str byte-exactly: text when it is valid UTF-8, else its surrogate-preserving bytes."""
-    if value is None or value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass")
-    return value
-
-
 def untext(value: Any) -> Any:
+    """A v2 text column as read: bytes there are the surrogate-preserving UTF-8 of a str that was not
+    valid UTF-8 (the v3 entries escape such a str instead, see records/turns.py)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogatepass")
     return value
