@@ -61,6 +61,9 @@ class PlannedRound:
     """The order results are handed to the store (completion order); default call order."""
     interrupt: str | None = None
     """None | "after_requested" (killed in the gate) | "after_started" (killed while tools ran)."""
+    admitted: bool = False
+    """Write the requested and started calls with one `calls_admitted` (the runtime's path) instead of
+    `calls_requested` + `calls_started`."""
 
 
 def write_round(store: Any, inv_id: str, round_no: int, planned: PlannedRound, known: Sequence[str] = TOOL_NAMES
@@ -68,15 +71,18 @@ def write_round(store: Any, inv_id: str, round_no: int, planned: PlannedRound, k
     """Write one model turn as the runtime does: requested, started (admitted), finished (in
     `finish_order`, which may differ from call order), stopping at the round's interruption point."""
     now = time.time()
-    store.calls_requested(inv_id, round_no, [RequestedCall(c.call_id, c.name, c.raw, i)
-                                             for i, c in enumerate(planned.calls)], now)
-    if planned.interrupt == "after_requested":
-        return
+    requested = [RequestedCall(c.call_id, c.name, c.raw, i) for i, c in enumerate(planned.calls)]
     admitted = [i for i, c in enumerate(planned.calls) if c.name in known and ToolArguments.decode(c.raw).is_valid]
-    if admitted:
-        store.calls_started(inv_id, round_no, [
-            StartedCall(planned.calls[i].call_id, i, tool_id(planned.calls[i].name),
-                        ToolArguments.decode(planned.calls[i].raw).to_replay_object()) for i in admitted], now)
+    started = [StartedCall(planned.calls[i].call_id, i, tool_id(planned.calls[i].name),
+                           ToolArguments.decode(planned.calls[i].raw).to_replay_object()) for i in admitted]
+    if planned.admitted and planned.interrupt != "after_requested":
+        store.calls_admitted(inv_id, round_no, requested, started, now)
+    else:
+        store.calls_requested(inv_id, round_no, requested, now)
+        if planned.interrupt == "after_requested":
+            return
+        if started:
+            store.calls_started(inv_id, round_no, started, now)
     if planned.interrupt == "after_started":
         return
     finished = []

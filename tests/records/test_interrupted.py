@@ -9,9 +9,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tooldeck.core.descriptors import ToolAnnotations
 from tooldeck.protocols import validate
+from tooldeck.records.port import FinishedCall, RequestedCall, StartedCall
 from tooldeck.records.replay import replay_all
 from tooldeck.records.resume import resume_invocation
 from tooldeck.records.store import SqliteRecorder
@@ -104,8 +106,6 @@ def test_a_dead_writer_is_recovered_and_a_live_one_is_not(tmp_path: Path) -> Non
     finally:
         other.close()
     # The live writer's late result does not overwrite the recorded outcome; it is kept as an event.
-    from tooldeck.records.port import FinishedCall
-
     live.calls_finished(mine, 1, [FinishedCall("m", 0, None, "completed", None, "done late", None, False, None, [],
                                                None, None, time.time())])
     [call] = live.history(mine).calls
@@ -159,3 +159,79 @@ def test_processes_that_end_cleanly_leave_nothing_to_recover(tmp_path: Path) -> 
         assert all(c.status == "completed" for c in store.history(inv).calls)
     finally:
         store.close()
+
+
+def _finished(call_id: str, index: int, content: str) -> FinishedCall:
+    return FinishedCall(call_id, index, "extension/test:search", "completed", {}, content, None, False, None, [],
+                        None, None, time.time())
+
+
+def _admit(store: SqliteRecorder, inv: str, round_no: int, ids: list[str]) -> None:
+    store.calls_admitted(inv, round_no, [RequestedCall(c, "search", "{}", i) for i, c in enumerate(ids)],
+                         [StartedCall(c, i, "extension/test:search", {}) for i, c in enumerate(ids)], time.time())
+
+
+def test_results_after_recovery_become_late_results_and_the_rest_still_land(tmp_path: Path) -> None:
+    path = tmp_path / "records.sqlite"
+    live = SqliteRecorder(path)
+    inv = start_invocation(live)
+    _admit(live, inv, 1, ["a", "b", "c"])
+    live.calls_finished(inv, 1, [_finished("a", 0, "a done")])
+
+    other = SqliteRecorder(path)  # e.g. a resume elsewhere: closes what is open, whoever owns it
+    try:
+        assert [(c.call_id, c.status) for c in other.recover(inv, force=True)] == [("b", "outcome_unknown"),
+                                                                                   ("c", "outcome_unknown")]
+    finally:
+        other.close()
+    live.calls_finished(inv, 1, [_finished("c", 2, "c late"), _finished("b", 1, "b late")])
+    _admit(live, inv, 2, ["d"])
+    live.calls_finished(inv, 2, [_finished("d", 0, "d done")])
+    live.close()
+
+    store = SqliteRecorder(path)
+    try:
+        calls = store.history(inv).calls
+        assert [(c.call_id, c.status) for c in calls] == [("a", "completed"), ("b", "outcome_unknown"),
+                                                          ("c", "outcome_unknown"), ("d", "completed")]
+        assert calls[0].result.content == "a done" and calls[3].result.content == "d done"
+        assert all("may or may not have run" in c.result.content for c in calls[1:3])
+        events = store.events(inv)
+        assert [e.data["call_id"] for e in events if e.kind == "call_recovered"] == ["b", "c"]
+        assert [(e.data["call_id"], e.data["content"]) for e in events if e.kind == "late_result"] == [
+            ("c", "c late"), ("b", "b late")]
+        summary = store.invocation(inv)
+        assert (summary.rounds, summary.calls, summary.open_calls, summary.unknown_outcomes) == (2, 4, 0, 2)
+        assert store.recover() == []
+    finally:
+        store.close()
+
+
+class _ResultLandsFirst(SqliteRecorder):
+    """Runs `before_write` just before its next write transaction: another writer got there first."""
+
+    before_write: Any = None
+
+    def _write(self, fn: Any) -> Any:
+        hook, self.before_write = self.before_write, None
+        if hook is not None:
+            hook()
+        return super()._write(fn)
+
+
+def test_a_result_that_lands_while_recovery_runs_is_not_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "records.sqlite"
+    live = SqliteRecorder(path)
+    inv = start_invocation(live)
+    _admit(live, inv, 1, ["a", "b"])
+    other = _ResultLandsFirst(path)
+    try:
+        # Recovery has read a and b as open; a's result commits before recovery's transaction.
+        other.before_write = lambda: live.calls_finished(inv, 1, [_finished("a", 0, "a done")])
+        assert [c.call_id for c in other.recover(inv, force=True)] == ["b"]
+        a, b = other.history(inv).calls
+        assert (a.status, a.result.content, b.status) == ("completed", "a done", "outcome_unknown")
+        assert [e.kind for e in other.events(inv)] == ["invocation_started", "call_recovered"]
+    finally:
+        other.close()
+        live.close()

@@ -47,7 +47,7 @@ def _round(draw: Any) -> PlannedRound:
     calls = draw(st.lists(_CALL, min_size=1, max_size=6))
     order = draw(st.permutations(range(len(calls))))
     interrupt = draw(st.sampled_from([None, None, None, "after_requested", "after_started"]))
-    return PlannedRound(calls, list(order), interrupt)
+    return PlannedRound(calls, list(order), interrupt, draw(st.booleans()))
 
 
 _STORE: dict[str, Any] = {}

@@ -172,3 +172,146 @@ def test_closed_store_refuses_writes(open_store: Callable[[], Any]) -> None:
     with pytest.raises(TooldeckError) as err:
         store.calls_requested(inv, 1, [RequestedCall("a", "f", "{}", 0)], time.time())
     assert err.value.code == "records.closed"
+
+
+def _done(call_id: str, index: int, content: str, status: str = "completed", at: float = 0.0) -> FinishedCall:
+    is_error = status != "completed"
+    return FinishedCall(call_id, index, tool_id("search"), status, {}, content, {"c": content}, is_error,
+                        "test.failed" if is_error else None, [], None, at or None, at or time.time())
+
+
+def test_an_admitted_turn_is_recorded_in_its_state_after_the_gate(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    t0 = time.time()
+    store.calls_admitted(inv, 1, [RequestedCall("a", "search", '{"x": 1}', 0), RequestedCall("b", "nope", "{}", 1),
+                                  RequestedCall("c", "search", "[1]", 2)],
+                         [StartedCall("a", 0, tool_id("search"), {"x": 1})], t0)
+    a, b, c = open_store().history(inv).calls  # another connection sees the committed turn
+    assert (a.status, a.tool_id, a.arguments, a.raw_arguments, a.requested_at, a.started_at) == (
+        "started", tool_id("search"), {"x": 1}, '{"x": 1}', t0, t0)
+    assert [(x.status, x.tool_id, x.arguments, x.raw_arguments, x.started_at) for x in (b, c)] == [
+        ("requested", None, None, "{}", None), ("requested", None, None, "[1]", None)]
+    assert store.invocation(inv).open_calls == 3
+
+
+def test_calls_started_starts_only_calls_still_requested(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    t0 = time.time()
+    store.calls_requested(inv, 1, [RequestedCall("a", "search", '{"x":1}', 0), RequestedCall("b", "search", "{}", 1),
+                                   RequestedCall("c", "search", "{}", 2)], t0)
+    store.calls_finished(inv, 1, [FinishedCall("c", 2, None, "failed", None, "refused", None, True, "tool.refused",
+                                               [], None, None, t0 + 1)])
+    store.calls_started(inv, 1, [StartedCall("a", 0, tool_id("search"), {"x": 1})], t0 + 2)
+    # Already started, already closed, or not in the round: left as they are.
+    store.calls_started(inv, 1, [StartedCall("a", 0, tool_id("read_file"), {"x": 9}),
+                                 StartedCall("c", 2, tool_id("search"), {}), StartedCall("z", 7, "t", {})], t0 + 3)
+    store.calls_started(inv, 9, [StartedCall("a", 0, tool_id("search"), {})], t0 + 3)  # no such round
+    a, b, c = store.history(inv).calls
+    assert (a.status, a.tool_id, a.arguments, a.started_at) == ("started", tool_id("search"), {"x": 1}, t0 + 2)
+    assert (b.status, b.tool_id, b.arguments, b.started_at) == ("requested", None, None, None)
+    assert (c.status, c.tool_id, c.arguments, c.started_at, c.result.content) == ("failed", None, None, None,
+                                                                                  "refused")
+    assert [x.raw_arguments for x in (a, b, c)] == ['{"x":1}', "{}", "{}"]
+    store.calls_finished(inv, 1, [_done("a", 0, "found", at=t0 + 4), _done("b", 1, "nope", "failed", t0 + 4)])
+    a, b, _c = store.history(inv).calls
+    assert (a.status, a.started_at, a.finished_at, b.status, b.started_at) == ("completed", t0 + 2, t0 + 4, "failed",
+                                                                              t0 + 4)
+    assert store.invocation(inv).open_calls == 0
+
+
+def test_results_can_arrive_in_several_batches(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    write_round(store, inv, 1, PlannedRound([PlannedCall(f"c{i}", "search", "{}") for i in range(3)],
+                                            interrupt="after_started", admitted=True))
+    store.calls_finished(inv, 1, [_done("c2", 2, "two")])
+    assert [c.status for c in store.history(inv).calls] == ["started", "started", "completed"]
+    store.calls_finished(inv, 1, [_done("c0", 0, "zero", "outcome_unknown")])
+    store.calls_finished(inv, 1, [_done("c1", 1, "one", "failed")])
+    calls = store.history(inv).calls
+    assert [(c.status, c.result.content) for c in calls] == [("outcome_unknown", "zero"), ("failed", "one"),
+                                                             ("completed", "two")]
+    summary = store.invocation(inv)
+    assert (summary.calls, summary.open_calls, summary.errors, summary.unknown_outcomes) == (3, 0, 2, 1)
+    assert [e.kind for e in store.events(inv)] == ["invocation_started"]
+
+
+def test_a_second_result_for_a_call_is_kept_as_a_late_result(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    write_round(store, inv, 1, PlannedRound([PlannedCall("a", "search", "{}"), PlannedCall("b", "search", "{}")],
+                                            interrupt="after_started", admitted=True))
+    store.calls_finished(inv, 1, [_done("a", 0, "first")])
+    # `a` again (twice in one batch, too) with `b`: `b` is recorded, the repeats become events.
+    store.calls_finished(inv, 1, [_done("a", 0, "second", "failed"), _done("b", 1, "b"), _done("b", 1, "b again")])
+    a, b = store.history(inv).calls
+    assert (a.status, a.result.content, b.status, b.result.content) == ("completed", "first", "completed", "b")
+    late = [e.data for e in store.events(inv) if e.kind == "late_result"]
+    assert [(d["index"], d["content"], d["status"]) for d in late] == [(0, "second", "failed"), (1, "b again",
+                                                                                                "completed")]
+
+
+def test_results_of_calls_never_recorded_are_rejected_whole(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    write_round(store, inv, 1, PlannedRound([PlannedCall("a", "search", "{}")], interrupt="after_started"))
+    for round_no, calls in ((2, [_done("a", 0, "x")]), (1, [_done("a", 0, "x"), _done("ghost", 5, "boo")])):
+        with pytest.raises(TooldeckError) as err:
+            store.calls_finished(inv, round_no, calls)
+        assert err.value.code == "records.write_rejected"
+    with pytest.raises(TooldeckError) as err:
+        store.calls_finished(inv, 1, [_done("a", 0, "x", "started")])
+    assert err.value.code == "records.write_rejected" and "final status" in err.value.message
+    [a] = store.history(inv).calls
+    assert (a.status, a.result) == ("started", None)
+    assert [e.kind for e in store.events(inv)] == ["invocation_started"]
+
+
+def test_a_turn_cannot_hold_two_calls_with_one_index(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    with pytest.raises(TooldeckError) as err:
+        store.calls_requested(inv, 1, [RequestedCall("a", "search", "{}", 1), RequestedCall("b", "search", "{}", 1)],
+                              time.time())
+    assert err.value.code == "records.write_rejected"
+    assert store.history(inv).calls == []
+
+
+def test_call_indexes_need_not_be_dense(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    now = time.time()
+    store.calls_admitted(inv, 1, [RequestedCall("c7", "search", "{}", 7), RequestedCall("c3", "search", "{}", 3),
+                                  RequestedCall("c5", "nope", "{}", 5)],
+                         [StartedCall("c7", 7, tool_id("search"), {}), StartedCall("c3", 3, tool_id("search"), {})],
+                         now)
+    assert [(c.index, c.call_id, c.status) for c in store.history(inv).calls] == [
+        (3, "c3", "started"), (5, "c5", "requested"), (7, "c7", "started")]
+    store.calls_finished(inv, 1, [_done("c7", 7, "seven"), _done("c5", 5, "five", "failed"), _done("c3", 3, "three")])
+    assert [(c.index, c.status, c.result.content) for c in store.history(inv).calls] == [
+        (3, "completed", "three"), (5, "failed", "five"), (7, "completed", "seven")]
+    with pytest.raises(TooldeckError):
+        store.calls_finished(inv, 1, [_done("c0", 0, "zero")])
+
+
+def test_text_that_is_not_valid_utf8_and_odd_values_round_trip(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    inv = start_invocation(store)
+    odd = "lone \ud800 surrogate"
+    store.calls_admitted(inv, 1, [RequestedCall(f"id {odd}", f"name {odd}", odd, 0), RequestedCall("b", "s", "{}", 1)],
+                         [StartedCall(f"id {odd}", 0, f"tool {odd}", {"k": odd, "n": 1})], 1.0)
+    store.calls_finished(inv, 1, [
+        FinishedCall(f"id {odd}", 0, None, "failed", None, f"content {odd}", {"s": odd}, True, f"code {odd}",
+                     [f"ref {odd}"], {"big": 2**70}, 1.0, 2.0, [{"e": odd}]),
+        FinishedCall("b", 1, None, "completed", None, "plain é 中文 \x00", {"ok": [1, 2.5, None]}, False, None,
+                     ["r.txt"], {"raw": True}, None, 2.0, [{"kind": "x"}])])
+    a, b = open_store().history(inv).calls
+    assert (a.call_id, a.call_name, a.raw_arguments, a.tool_id) == (f"id {odd}", f"name {odd}", odd, f"tool {odd}")
+    assert (a.result.content, a.result.error_code) == (f"content {odd}", f"code {odd}")
+    # Values JSON cannot hold are kept as their repr, value by value (as `sqlite.dump` does).
+    assert a.arguments == repr({"k": odd, "n": 1}) and a.result.structured == repr({"s": odd})
+    assert a.result.raw_result == repr({"big": 2**70}) and a.result.effects == repr([{"e": odd}])
+    assert (b.result.content, b.result.structured, b.result.resource_refs, b.result.raw_result, b.result.effects) == (
+        "plain é 中文 \x00", {"ok": [1, 2.5, None]}, ["r.txt"], {"raw": True}, [{"kind": "x"}])

@@ -2,16 +2,81 @@
 
 Migration N brings the store from version N-1 to N; each runs once, in one transaction, and never
 touches tables this module does not own (other modules, e.g. MCP registrations, keep their own
-tables in the same file).
+tables in the same file). A step is SQL, or a function of the connection for data that SQL alone
+cannot move.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from typing import Any
 
 from tooldeck.core.errors import TooldeckError
+from tooldeck.records import turns as entries
+from tooldeck.records.sqlite import load, untext
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+RESULT_BATCH_BITS = 20
+"""`results.result_id` is `turn_id << RESULT_BATCH_BITS | batch`: a turn's results are a rowid range
+(no index to maintain), and batch 0 can only be written once."""
+
+Step = str | Callable[[sqlite3.Connection], None]
+
+_FINAL = ("completed", "failed", "outcome_unknown")
+
+
+def _v2_calls_to_turns(conn: sqlite3.Connection) -> None:
+    """Move the v2 `calls` and `results` rows (one per call) into the v3 `turns` and `results` rows
+    (one per turn and per batch of results), keeping every value."""
+    rows = conn.cursor().execute(  # its own cursor: read row by row while the turns are written
+        "SELECT c.invocation_id, c.round, c.idx, c.call_id, c.call_name, c.tool_id, c.raw_arguments, c.arguments, "
+        "c.status, c.requested_at, c.started_at, c.finished_at, c.owner_id, r.content, r.structured, r.is_error, "
+        "r.error_code, r.resource_refs, r.raw_result, r.effects, r.recorded_at "
+        "FROM calls c LEFT JOIN results_v2 r ON r.invocation_id = c.invocation_id AND r.round = c.round "
+        "AND r.idx = c.idx ORDER BY c.invocation_id, c.round, c.idx")
+    turn: list[Any] = []
+    for row in rows:
+        if turn and (row[0], row[1]) != (turn[0][0], turn[0][1]):
+            _write_v3_turn(conn, turn)
+            turn = []
+        turn.append(row)
+    if turn:
+        _write_v3_turn(conn, turn)
+
+
+def _write_v3_turn(conn: sqlite3.Connection, rows: list[Any]) -> None:
+    invocation_id, round_no = rows[0][0], rows[0][1]
+    calls: list[list[Any]] = []
+    # A v2 round was inserted by one statement: one owner and one request time for all its calls.
+    owner_id = next((r[12] for r in rows if r[12] is not None), None)
+    requested_at = min(r[9] for r in rows)
+    batches: dict[float, list[list[Any]]] = {}
+    for (_inv, _round, idx, call_id, call_name, tool_id, raw, arguments, status, _req, started_at, finished_at,
+         _owner, content, structured, is_error, error_code, refs, raw_result, effects, recorded_at) in rows:
+        entry = [idx, untext(call_id), untext(call_name), untext(raw)]
+        if status == "started" or tool_id is not None or arguments is not None or started_at is not None:
+            entry += [tool_id, load(arguments), started_at]
+        calls.append(entry)
+        if status not in _FINAL and content is None:
+            continue
+        final = status if status in _FINAL else "failed" if is_error else "completed"
+        when = recorded_at if recorded_at is not None else finished_at if finished_at is not None else requested_at
+        batches.setdefault(when, []).append(
+            [idx, final, None, None, finished_at, untext(content), load(structured),
+             None if is_error is None else bool(is_error), error_code, load(refs), load(raw_result), load(effects)])
+    dense = int([c[0] for c in calls] == list(range(len(calls))))
+    turn_id = conn.execute(
+        "INSERT INTO turns (invocation_id, round, owner_id, requested_at, n, dense, calls) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (invocation_id, round_no, owner_id, requested_at, len(calls), dense, entries.encode_calls(calls))).lastrowid
+    for batch, (when, results) in enumerate(sorted(batches.items())):
+        conn.execute("INSERT INTO results (result_id, n, errors, unknown, recorded_at, results) "
+                     "VALUES (?, ?, ?, ?, ?, ?)",
+                     ((turn_id << RESULT_BATCH_BITS) | batch, len(results), sum(1 for r in results if r[7]),
+                      sum(1 for r in results if r[1] == "outcome_unknown"), when, entries.encode_results(results)))
+
+
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 1: the initial schema.
     (
         """CREATE TABLE runs (
@@ -100,6 +165,35 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE events ADD COLUMN run_id TEXT",
         "CREATE INDEX events_run ON events (run_id, kind, seq)",
     ),
+    # 3: a turn's calls in one row and each batch of its results in one row, insert-only: the hot
+    # path writes one row per transaction (see records/turns.py for the entries).
+    (
+        """CREATE TABLE turns (
+            turn_id       INTEGER PRIMARY KEY,
+            invocation_id TEXT NOT NULL REFERENCES invocations (invocation_id),
+            round         INTEGER NOT NULL,
+            owner_id      INTEGER REFERENCES owners (owner_id),
+            requested_at  REAL NOT NULL,
+            n             INTEGER NOT NULL,  -- entries in `calls`
+            dense         INTEGER NOT NULL,  -- 1 when their indexes are exactly 0 .. n-1
+            calls         TEXT NOT NULL      -- JSON array of call entries
+        )""",
+        "CREATE UNIQUE INDEX turns_round ON turns (invocation_id, round)",
+        "ALTER TABLE results RENAME TO results_v2",
+        # Written only by INSERT ... SELECT from its turn (or under the write lock after reading it),
+        # so every batch belongs to a turn without a foreign key check per write.
+        """CREATE TABLE results (
+            result_id   INTEGER PRIMARY KEY,  -- turn_id << 20 | batch number within the turn
+            n           INTEGER NOT NULL,     -- entries in `results`
+            errors      INTEGER NOT NULL,     -- of them with is_error
+            unknown     INTEGER NOT NULL,     -- of them outcome_unknown
+            recorded_at REAL NOT NULL,
+            results     TEXT NOT NULL         -- JSON array of result entries, at most one per call
+        )""",
+        _v2_calls_to_turns,
+        "DROP TABLE results_v2",
+        "DROP TABLE calls",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -114,7 +208,10 @@ def migrate(conn: sqlite3.Connection) -> int:
             "upgrade tooldeck or point --home at another directory",
         )
     for target in range(version + 1, SCHEMA_VERSION + 1):
-        for statement in MIGRATIONS[target - 1]:
-            conn.execute(statement)
+        for step in MIGRATIONS[target - 1]:
+            if isinstance(step, str):
+                conn.execute(step)
+            else:
+                step(conn)
         conn.execute(f"PRAGMA user_version = {target}")
     return version

@@ -190,24 +190,16 @@ def write(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], budge
 
 # -- value encodings -------------------------------------------------------------------------------
 
-def text(value: str | None) -> str | bytes | None:
-    """Bind a str byte-exactly: text when it is valid UTF-8, else its surrogate-preserving bytes."""
-    if value is None or value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass")
-    return value
-
-
 def untext(value: Any) -> Any:
+    """A v2 text column as read: bytes there are the surrogate-preserving UTF-8 of a str that was not
+    valid UTF-8 (the v3 entries escape such a str instead, see records/turns.py)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogatepass")
     return value
 
 
-def _fallback(value: Any) -> Any:
+def fallback(value: Any) -> Any:
+    """`default` for orjson: sets and tuples as lists, bytes decoded, anything else as its repr."""
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     if isinstance(value, bytes | bytearray):
@@ -220,7 +212,7 @@ def dump(value: Any) -> str | None:
     if value is None:
         return None
     try:
-        return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(value, default=fallback, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
         return orjson.dumps(repr(value)).decode()
 

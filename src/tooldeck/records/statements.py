@@ -1,66 +1,35 @@
-"""The hot-path SQL of the records store, one statement per batch (multi-row VALUES and CASE updates).
+"""The SQL of the records store's turns and results (schema v3; the entries are in records/turns.py).
 
-Python's sqlite3 pays a few µs per executed statement; a model turn's calls are therefore written
-with one statement per table and transaction instead of one per call. Batches larger than CHUNK
-are written in several statements inside the same transaction.
+The hot path writes one row per transaction: `calls_admitted` one `turns` row, `calls_finished` one
+`results` row. A turn's result batches are the rowid range `turn_id << RESULT_BATCH_BITS` ..
+`+ BATCH_MASK`, so `results` keeps no index, and batch 0 of a turn can be inserted only once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from functools import cache
-from typing import TypeVar
+from tooldeck.records.schema import RESULT_BATCH_BITS
 
-CHUNK = 64
-T = TypeVar("T")
+BATCH_MASK = (1 << RESULT_BATCH_BITS) - 1
+_FIRST = f"t.turn_id << {RESULT_BATCH_BITS}"
+RESULTS_OF_TURN = f"r.result_id BETWEEN {_FIRST} AND ({_FIRST}) + {BATCH_MASK}"
+"""Join condition: the result batches `r` of the turn `t`."""
 
+INSERT_TURN = ("INSERT INTO turns (invocation_id, round, owner_id, requested_at, n, dense, calls) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?)")
 
-def chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
-    if len(items) <= CHUNK:
-        yield items
-        return
-    for start in range(0, len(items), CHUNK):
-        yield items[start:start + CHUNK]
+INSERT_FIRST_RESULTS = (
+    f"INSERT INTO results (result_id, n, errors, unknown, recorded_at, results) SELECT {_FIRST}, ?, ?, ?, ?, ? "
+    "FROM turns t WHERE t.invocation_id = ? AND t.round = ? AND t.dense AND t.n > ? ON CONFLICT DO NOTHING")
+"""The common case in one statement: the turn's first batch, whose indexes are all in 0 .. n-1 of a
+dense turn. Params: n, errors, unknown, recorded_at, results, invocation_id, round, max index. No
+row inserted means anything else (no such turn, results already there, a sparse turn): the caller
+then checks call by call."""
 
+INSERT_RESULTS = "INSERT INTO results (result_id, n, errors, unknown, recorded_at, results) VALUES (?, ?, ?, ?, ?, ?)"
 
-def _case(n: int) -> str:
-    return "CASE idx " + " ".join(["WHEN ? THEN ?"] * n) + " END"
+TURN = "SELECT turn_id, calls FROM turns WHERE invocation_id = ? AND round = ?"
 
+BATCHES = "SELECT result_id, recorded_at, results FROM results WHERE result_id BETWEEN ? AND ? ORDER BY result_id"
 
-def _in(n: int) -> str:
-    return "(" + ", ".join(["?"] * n) + ")"
-
-
-@cache
-def insert_calls(n: int) -> str:
-    """Params per row: invocation_id, round, idx, call_id, call_name, raw_arguments, status, tool_id,
-    arguments, requested_at, started_at, owner_id."""
-    rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * n)
-    return ("INSERT INTO calls (invocation_id, round, idx, call_id, call_name, raw_arguments, status, tool_id, "
-            f"arguments, requested_at, started_at, owner_id) VALUES {rows}")
-
-
-@cache
-def start_calls(n: int) -> str:
-    """Params: started_at, (idx, tool_id) × n, (idx, arguments) × n, invocation_id, round, idx × n."""
-    return (f"UPDATE calls SET status = 'started', started_at = ?, tool_id = {_case(n)}, arguments = {_case(n)} "
-            f"WHERE invocation_id = ? AND round = ? AND idx IN {_in(n)} AND status = 'requested'")
-
-
-@cache
-def finish_calls(n: int) -> str:
-    """Params: (idx, status) × n, (idx, tool_id) × n, (idx, started_at) × n, (idx, finished_at) × n,
-    invocation_id, round, idx × n."""
-    return (f"UPDATE calls SET status = {_case(n)}, tool_id = coalesce({_case(n)}, tool_id), "
-            f"started_at = coalesce(started_at, {_case(n)}), finished_at = {_case(n)} "
-            f"WHERE invocation_id = ? AND round = ? AND idx IN {_in(n)} AND status IN ('requested', 'started')")
-
-
-RESULT_COLUMNS = ("invocation_id, round, idx, content, structured, is_error, error_code, resource_refs, raw_result, "
-                  "effects, recorded_at")
-
-
-@cache
-def insert_results(n: int) -> str:
-    rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * n)
-    return f"INSERT INTO results ({RESULT_COLUMNS}) VALUES {rows} ON CONFLICT DO NOTHING"
+OPEN_TURN = f"t.n > (SELECT total(r.n) FROM results r WHERE {RESULTS_OF_TURN})"
+"""Condition on a turn `t`: some of its calls have no result yet."""

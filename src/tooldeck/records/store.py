@@ -19,34 +19,49 @@ import orjson
 from tooldeck.core.errors import TooldeckError
 from tooldeck.records import owner as owners
 from tooldeck.records import statements as sql
+from tooldeck.records import turns
 from tooldeck.records.interrupted import interrupted_outcome
 from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
 from tooldeck.records.reader import (
+    FINAL_STATUSES,
     CallRecord,
     Event,
     InvocationHistory,
     InvocationSummary,
     ResultRecord,
 )
-from tooldeck.records.schema import migrate
-from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump, load, text, untext, write
+from tooldeck.records.schema import RESULT_BATCH_BITS, migrate
+from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump, write
 
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
+_FINAL = frozenset(FINAL_STATUSES)
 
 _OWN_INVOCATION = "INSERT INTO owner_invocations (owner_id, invocation_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
 _INSERT_EVENT = "INSERT INTO events (invocation_id, kind, data, at) VALUES (?, ?, ?, ?)"
-_CALL_COLUMNS = ("c.invocation_id, c.round, c.idx, c.call_id, c.call_name, c.tool_id, c.raw_arguments, c.arguments, "
-                 "c.status, c.requested_at, c.started_at, c.finished_at, o.host, o.pid, o.token, "
-                 "r.content, r.structured, r.is_error, r.error_code, r.resource_refs, r.raw_result, r.effects, "
-                 "r.recorded_at")
-_CALL_FROM = ("FROM calls c LEFT JOIN owners o ON o.owner_id = c.owner_id "
-              "LEFT JOIN results r ON r.invocation_id = c.invocation_id AND r.round = c.round AND r.idx = c.idx")
+_TURN_COLUMNS = ("t.turn_id, t.invocation_id, t.round, t.requested_at, t.calls, o.host, o.pid, o.token "
+                 "FROM turns t LEFT JOIN owners o ON o.owner_id = t.owner_id")
+_SUMMARY_COLUMNS = (
+    "i.invocation_id, i.run_id, i.provider, i.scene, i.headless, i.snapshot_id, i.created_at, "
+    "(SELECT count(*) FROM turns t WHERE t.invocation_id = i.invocation_id), "
+    "(SELECT total(t.n) FROM turns t WHERE t.invocation_id = i.invocation_id), "
+    f"(SELECT total(r.errors) FROM turns t JOIN results r ON {sql.RESULTS_OF_TURN} "
+    "WHERE t.invocation_id = i.invocation_id), "
+    f"(SELECT total(r.n) FROM turns t JOIN results r ON {sql.RESULTS_OF_TURN} "
+    "WHERE t.invocation_id = i.invocation_id), "
+    f"(SELECT total(r.unknown) FROM turns t JOIN results r ON {sql.RESULTS_OF_TURN} "
+    "WHERE t.invocation_id = i.invocation_id)")
+
+Batches = dict[int, list[tuple[float, str]]]
+"""turn_id → its result batches (recorded_at, results JSON) in batch order."""
 
 
-def _result_row(invocation_id: str, round: int, c: FinishedCall, now: float) -> tuple[Any, ...]:
-    return (invocation_id, round, c.index, text(c.content), dump(c.structured), int(c.is_error), c.error_code,
-            dump(c.resource_refs) if c.resource_refs else None, dump(c.raw_result),
-            dump(c.effects) if c.effects else None, now)
+def _counts(results: list[list[Any]]) -> tuple[int, int]:
+    """(errors, unknown outcomes) of result entries."""
+    return sum(1 for e in results if e[7]), sum(1 for e in results if e[1] == "outcome_unknown")
+
+
+def _rejected(what: str, why: str) -> TooldeckError:
+    return TooldeckError("records.write_rejected", f"the records store rejected {what}: {why}")
 
 
 class SqliteRecorder:
@@ -137,95 +152,142 @@ class SqliteRecorder:
         self.calls_admitted(invocation_id, round, calls, [], at)
 
     def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
-        self._guarded(lambda conn: self._start(conn, invocation_id, round, calls, at),
-                      f"round {round} of {invocation_id}")
+        if calls:
+            self._guarded(lambda conn: self._start(conn, invocation_id, round, calls, at),
+                          f"round {round} of {invocation_id}")
 
     def calls_admitted(self, invocation_id: str, round: int, requested: list[RequestedCall],
                        started: list[StartedCall], at: float) -> None:
+        if not requested:
+            return
         owner_id = self._owner_id()
         owned = invocation_id in self._owned
-
         admitted = {c.index: c for c in started}
+        # One row for the whole turn: each call in its state after the gate (`started` with its tool
+        # id and decoded arguments when admitted, else `requested`), with the raw arguments verbatim.
+        calls: list[list[Any]] = []
+        dense = 1
+        for i, c in enumerate(requested):
+            index = c.index
+            if index != i:
+                dense = 0
+            s = admitted.get(index)
+            calls.append([index, c.call_id, c.name, c.raw_arguments] if s is None else
+                         [index, c.call_id, c.name, c.raw_arguments, s.tool_id, s.arguments, at])
+        if not dense and len({c[0] for c in calls}) != len(calls):
+            raise _rejected(f"round {round} of {invocation_id}", "two calls have the same index")
+        params = (invocation_id, round, owner_id, at, len(calls), dense, turns.encode_calls(calls))
 
         def tx(conn: sqlite3.Connection) -> None:
             if not owned:
                 conn.execute(_OWN_INVOCATION, (owner_id, invocation_id))
-            # One INSERT writes each call in its state after the gate: `started` (tool id, decoded
-            # arguments) when admitted, else `requested`; no UPDATE pass over the rows just written.
-            for part in sql.chunks(requested):
-                params: list[Any] = []
-                for c in part:
-                    s = admitted.get(c.index)
-                    params += (invocation_id, round, c.index, text(c.call_id), text(c.name), text(c.raw_arguments),
-                               "requested" if s is None else "started", None if s is None else s.tool_id,
-                               None if s is None else dump(s.arguments), at, None if s is None else at, owner_id)
-                conn.execute(sql.insert_calls(len(part)), params)
+            conn.execute(sql.INSERT_TURN, params)
 
         self._guarded(tx, f"round {round} of {invocation_id}")
         self._owned.add(invocation_id)
 
-    @staticmethod
-    def _start(conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
-        for part in sql.chunks(calls):
-            tools: list[Any] = [at]
-            args: list[Any] = []
-            keys: list[Any] = [invocation_id, round]
-            for c in part:
-                tools += (c.index, c.tool_id)
-                args += (c.index, dump(c.arguments))
-                keys.append(c.index)
-            conn.execute(sql.start_calls(len(part)), tools + args + keys)
+    def _start(self, conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[StartedCall],
+               at: float) -> None:
+        """`calls_started` (hosts that record the steps apart): the turn's row gets the admitted calls'
+        tool ids and arguments; calls already started or closed are left as they are."""
+        row = conn.execute(sql.TURN, (invocation_id, round)).fetchone()
+        if row is None:
+            return
+        turn_id, data = row
+        entries = turns.decode(data)
+        starting = {c.index: c for c in calls}
+        closed, _batch = self._closed(conn, turn_id)
+        changed = False
+        for k, entry in enumerate(entries):
+            s = starting.get(entry[0])
+            if s is not None and len(entry) < turns.STARTED_LEN and entry[0] not in closed:
+                entries[k] = [*entry[:4], s.tool_id, s.arguments, at]
+                changed = True
+        if changed:
+            conn.execute("UPDATE turns SET calls = ? WHERE turn_id = ?", (turns.encode_calls(entries), turn_id))
 
     def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None:
+        if not calls:
+            return
         now = time.time()
+        results: list[list[Any]] = []
+        errors = unknown = 0
+        top = -1
+        for c in calls:
+            status, index = c.status, c.index
+            if status not in _FINAL:
+                raise _rejected(f"round {round} of {invocation_id}", f"{status!r} is not a final status "
+                                f"({', '.join(FINAL_STATUSES)})")
+            if status == "outcome_unknown":
+                unknown += 1
+            if c.is_error:
+                errors += 1
+            if index > top:
+                top = index
+            results.append([index, status, c.tool_id, c.started_at, c.finished_at, c.content, c.structured,
+                            bool(c.is_error), c.error_code, c.resource_refs or None, c.raw_result, c.effects or None])
+        indexes = {c.index for c in calls}
+        fast = len(indexes) == len(calls) and min(indexes) >= 0
+        params = (len(results), errors, unknown, now, turns.encode_results(results), invocation_id, round, top)
 
         def tx(conn: sqlite3.Connection) -> None:
-            updated = 0
-            for part in sql.chunks(calls):
-                status: list[Any] = []
-                tools: list[Any] = []
-                started: list[Any] = []
-                finished: list[Any] = []
-                keys: list[Any] = [invocation_id, round]
-                for c in part:
-                    i = c.index
-                    status += (i, c.status)
-                    tools += (i, c.tool_id)
-                    started += (i, c.started_at)
-                    finished += (i, c.finished_at)
-                    keys.append(i)
-                params = status + tools + started + finished + keys
-                updated += conn.execute(sql.finish_calls(len(part)), params).rowcount
-            if updated != len(calls):
-                self._finish_late(conn, invocation_id, round, calls, now)
+            if fast and conn.execute(sql.INSERT_FIRST_RESULTS, params).rowcount:
                 return
-            for part in sql.chunks(calls):
-                params: list[Any] = []
-                for c in part:
-                    params += _result_row(invocation_id, round, c, now)
-                conn.execute(sql.insert_results(len(part)), params)
+            self._finish_checked(conn, invocation_id, round, calls, results, now)
 
         self._guarded(tx, f"round {round} of {invocation_id}")
 
-    @staticmethod
-    def _finish_late(conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[FinishedCall],
-                     now: float) -> None:
-        """Some calls were already closed (recovered as interrupted): their late result goes to an event."""
-        for call in calls:
-            if conn.execute(sql.insert_results(1), _result_row(invocation_id, round, call, now)).rowcount:
-                continue
+    def _finish_checked(self, conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[FinishedCall],
+                        results: list[list[Any]], now: float) -> None:
+        """Results call by call: a later batch of a turn, a sparse turn, results of calls already closed
+        (recovered as interrupted: each goes to a `late_result` event, the recorded outcome stays), or
+        results of calls never recorded (the whole batch is rejected)."""
+        what = f"round {round} of {invocation_id}"
+        row = conn.execute(sql.TURN, (invocation_id, round)).fetchone()
+        if row is None:
+            raise _rejected(what, "no calls of that round were recorded; record them (calls_admitted) first")
+        turn_id, data = row
+        known = {entry[0] for entry in turns.decode(data)}
+        closed, batch = self._closed(conn, turn_id)
+        fresh: list[list[Any]] = []
+        late: list[FinishedCall] = []
+        for call, entry in zip(calls, results, strict=True):
+            if call.index not in known:
+                raise _rejected(what, f"call {call.index} ({call.call_id!r}) was never recorded")
+            if call.index in closed:
+                late.append(call)
+            else:
+                closed.add(call.index)
+                fresh.append(entry)
+        if fresh:
+            errors, unknown = _counts(fresh)
+            conn.execute(sql.INSERT_RESULTS, ((turn_id << RESULT_BATCH_BITS) | batch, len(fresh), errors, unknown,
+                                              now, turns.encode_results(fresh)))
+        for call in late:
             conn.execute(_INSERT_EVENT, (invocation_id, "late_result", dump({
                 "round": round, "index": call.index, "call_id": call.call_id, "status": call.status,
                 "content": call.content, "is_error": call.is_error, "error_code": call.error_code,
                 "raw_result": call.raw_result}), now))
 
+    @staticmethod
+    def _closed(conn: sqlite3.Connection, turn_id: int) -> tuple[set[int], int]:
+        """(indexes of the turn's calls that have a result, the turn's next batch number)."""
+        first = turn_id << RESULT_BATCH_BITS
+        closed: set[int] = set()
+        batch = 0
+        for result_id, _at, data in conn.execute(sql.BATCHES, (first, first | sql.BATCH_MASK)):
+            closed.update(entry[0] for entry in turns.decode(data))
+            batch = (result_id & sql.BATCH_MASK) + 1
+        if batch > sql.BATCH_MASK:
+            raise _rejected(f"turn {turn_id}", f"a turn holds at most {sql.BATCH_MASK + 1} batches of results")
+        return closed, batch
+
     def _guarded(self, tx: Any, what: str) -> None:
         try:
             self._write(tx)
         except sqlite3.IntegrityError as exc:
-            raise TooldeckError("records.write_rejected", f"the records store rejected {what}: {exc}. Record the "
-                                "invocation (invocation_started) before its calls, and never reuse a round "
-                                "number") from exc
+            raise _rejected(what, f"{exc}. Record the invocation (invocation_started) before its calls, and never "
+                            "reuse a round number") from exc
 
     def close(self) -> None:
         """Close every connection. The process is marked settled when it leaves no open call behind,
@@ -235,8 +297,8 @@ class SqliteRecorder:
             with contextlib.suppress(TooldeckError, sqlite3.Error):
                 self._write(lambda conn: conn.execute(
                     "UPDATE owners SET settled = 1 WHERE owner_id = ? AND NOT EXISTS (SELECT 1 FROM owner_invocations "
-                    "oi JOIN calls c ON c.invocation_id = oi.invocation_id WHERE oi.owner_id = ? AND c.owner_id = ? "
-                    "AND c.status IN ('requested', 'started'))", (key[1], key[1], key[1])))
+                    "oi JOIN turns t ON t.invocation_id = oi.invocation_id WHERE oi.owner_id = ? AND t.owner_id = ? "
+                    f"AND {sql.OPEN_TURN})", (key[1], key[1], key[1])))
         self._checkpointer.stop()
         self._conns.close()
 
@@ -245,11 +307,10 @@ class SqliteRecorder:
         """Close the open calls whose owning process is gone (all open calls with `force`, e.g. on an
         explicit resume): `started` ones become `outcome_unknown`, `requested` ones `failed` (they never
         ran). Each gets its error result and a `call_recovered` event. Returns the calls it closed."""
+        settle: list[int] = []
         if invocation_id is not None:
-            open_calls = self._open_calls("c.invocation_id = ?", (invocation_id,))
-            settle: list[int] = []
+            open_calls = self._open_calls("t.invocation_id = ?", (invocation_id,))
         else:
-            settle = []
             open_calls = []
             rows = self._read("SELECT owner_id, host, pid, token FROM owners WHERE settled = 0")
             for owner_id, host, pid, token in rows:
@@ -258,42 +319,60 @@ class SqliteRecorder:
                     settle.append(owner_id)
                 if dead or force:
                     open_calls += self._open_calls(
-                        "c.owner_id = ? AND c.invocation_id IN (SELECT invocation_id FROM owner_invocations "
+                        "t.owner_id = ? AND t.invocation_id IN (SELECT invocation_id FROM owner_invocations "
                         "WHERE owner_id = ?)", (owner_id, owner_id))
         if not force:
             alive: dict[owners.Owner, bool] = {}
-            open_calls = [c for c in open_calls
+            open_calls = [(t, c) for t, c in open_calls
                           if c.owner is not None and not alive.setdefault(c.owner, owners.is_alive(c.owner))]
         if not open_calls and not settle:
             return []
         now = time.time()
+        plans: dict[int, list[tuple[CallRecord, tuple[str, str, str, dict[str, Any]]]]] = {}
+        for turn_id, c in open_calls:
+            plans.setdefault(turn_id, []).append((c, interrupted_outcome(c.call_name, c.status, c.raw_arguments)))
 
-        def tx(conn: sqlite3.Connection) -> list[CallRecord]:
-            closed = []
-            for c in open_calls:
-                status, code, message, structured = interrupted_outcome(c.call_name, c.status, c.raw_arguments)
-                cur = conn.execute("UPDATE calls SET status = ?, finished_at = ? WHERE invocation_id = ? AND "
-                                   "round = ? AND idx = ? AND status = ?",
-                                   (status, now, c.invocation_id, c.round, c.index, c.status))
-                if not cur.rowcount:
-                    continue
-                conn.execute(sql.insert_results(1), (c.invocation_id, c.round, c.index, message, dump(structured), 1,
-                                                     code, None, None, None, now))
-                conn.execute(_INSERT_EVENT, (c.invocation_id, "call_recovered", dump({
-                    "round": c.round, "index": c.index, "call_id": c.call_id, "was": c.status, "status": status,
-                    "forced": force}), now))
-                c.status, c.finished_at = status, now
-                c.result = ResultRecord(message, structured, True, code, [], None, [], now)
-                closed.append(c)
+        def tx(conn: sqlite3.Connection) -> set[tuple[int, int]]:
+            done: set[tuple[int, int]] = set()
+            for turn_id, plan in plans.items():
+                closed, batch = self._closed(conn, turn_id)  # under the write lock: what is still open now
+                entries = []
+                for c, (status, code, message, structured) in plan:
+                    if c.index in closed:
+                        continue
+                    entries.append([c.index, status, None, None, now, message, structured, True, code, None, None,
+                                    None])
+                    conn.execute(_INSERT_EVENT, (c.invocation_id, "call_recovered", dump({
+                        "round": c.round, "index": c.index, "call_id": c.call_id, "was": c.status, "status": status,
+                        "forced": force}), now))
+                    done.add((turn_id, c.index))
+                if entries:
+                    errors, unknown = _counts(entries)
+                    conn.execute(sql.INSERT_RESULTS, ((turn_id << RESULT_BATCH_BITS) | batch, len(entries), errors,
+                                                      unknown, now, turns.encode_results(entries)))
             conn.executemany("UPDATE owners SET settled = 1 WHERE owner_id = ?", [(o,) for o in settle])
-            return closed
+            return done
 
-        return self._write(tx)
+        done = self._write(tx)
+        closed_calls = []
+        for turn_id, plan in plans.items():
+            for c, (status, code, message, structured) in plan:
+                if (turn_id, c.index) in done:
+                    c.status, c.finished_at = status, now
+                    c.result = ResultRecord(message, structured, True, code, [], None, [], now)
+                    closed_calls.append(c)
+        return closed_calls
 
-    def _open_calls(self, where: str, params: tuple[Any, ...]) -> list[CallRecord]:
-        rows = self._read(f"SELECT {_CALL_COLUMNS} {_CALL_FROM} WHERE {where} "
-                          "AND c.status IN ('requested', 'started') ORDER BY c.invocation_id, c.round, c.idx", params)
-        return [self._call(row) for row in rows]
+    def _open_calls(self, where: str, params: tuple[Any, ...]) -> list[tuple[int, CallRecord]]:
+        """(turn_id, call) of the open calls in the turns matching `where` (on `turns t`)."""
+        rows = self._read(f"SELECT {_TURN_COLUMNS} WHERE {where} AND {sql.OPEN_TURN} "
+                          "ORDER BY t.invocation_id, t.round", params)
+        out = []
+        for row in rows:
+            first = row[0] << RESULT_BATCH_BITS
+            batches = [(at, data) for _id, at, data in self._read(sql.BATCHES, (first, first | sql.BATCH_MASK))]
+            out += [(row[0], c) for c in self._calls(row, batches) if c.is_open]
+        return out
 
     def record_event(self, invocation_id: str | None, kind: str, data: dict[str, Any]) -> None:
         now = time.time()
@@ -313,15 +392,8 @@ class SqliteRecorder:
     # -- read API ------------------------------------------------------------------------------
     def list_invocations(self, limit: int = 20, run_id: str | None = None) -> list[InvocationSummary]:
         where, params = ("WHERE i.run_id = ?", (run_id, limit)) if run_id else ("", (limit,))
-        rows = self._read(
-            "SELECT i.invocation_id, i.run_id, i.provider, i.scene, i.headless, i.snapshot_id, i.created_at, "
-            "(SELECT count(DISTINCT round) FROM calls c WHERE c.invocation_id = i.invocation_id), "
-            "(SELECT count(*) FROM calls c WHERE c.invocation_id = i.invocation_id), "
-            "(SELECT count(*) FROM results r WHERE r.invocation_id = i.invocation_id AND r.is_error), "
-            "(SELECT count(*) FROM calls c WHERE c.invocation_id = i.invocation_id "
-            "  AND c.status IN ('requested', 'started')), "
-            "(SELECT count(*) FROM calls c WHERE c.invocation_id = i.invocation_id AND c.status = 'outcome_unknown') "
-            f"FROM invocations i {where} ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?", params)
+        rows = self._read(f"SELECT {_SUMMARY_COLUMNS} FROM invocations i {where} "
+                          "ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?", params)
         return [self._summary(r) for r in rows]
 
     def invocation(self, invocation_id: str) -> InvocationSummary:
@@ -331,20 +403,21 @@ class SqliteRecorder:
                             "list the recorded ones with `tooldeck records list`")
 
     def _summaries_for(self, invocation_id: str) -> list[InvocationSummary]:
-        rows = self._read(
-            "SELECT i.invocation_id, i.run_id, i.provider, i.scene, i.headless, i.snapshot_id, i.created_at, "
-            "count(DISTINCT c.round), count(c.idx), "
-            "(SELECT count(*) FROM results r WHERE r.invocation_id = i.invocation_id AND r.is_error), "
-            "sum(c.status IN ('requested', 'started')), sum(c.status = 'outcome_unknown') "
-            "FROM invocations i LEFT JOIN calls c ON c.invocation_id = i.invocation_id "
-            "WHERE i.invocation_id = ? GROUP BY i.invocation_id", (invocation_id,))
+        rows = self._read(f"SELECT {_SUMMARY_COLUMNS} FROM invocations i WHERE i.invocation_id = ?", (invocation_id,))
         return [self._summary(r) for r in rows]
 
     def history(self, invocation_id: str) -> InvocationHistory:
         summary = self.invocation(invocation_id)
-        rows = self._read(f"SELECT {_CALL_COLUMNS} {_CALL_FROM} WHERE c.invocation_id = ? ORDER BY c.round, c.idx",
-                          (invocation_id,))
-        return InvocationHistory(summary, [self._call(r) for r in rows])
+        rows = self._read(f"SELECT {_TURN_COLUMNS} WHERE t.invocation_id = ? ORDER BY t.round", (invocation_id,))
+        batches: Batches = {}
+        for result_id, at, data in self._read(
+                f"SELECT r.result_id, r.recorded_at, r.results FROM turns t JOIN results r ON {sql.RESULTS_OF_TURN} "
+                "WHERE t.invocation_id = ? ORDER BY r.result_id", (invocation_id,)):
+            batches.setdefault(result_id >> RESULT_BATCH_BITS, []).append((at, data))
+        calls: list[CallRecord] = []
+        for row in rows:
+            calls += self._calls(row, batches.get(row[0], ()))
+        return InvocationHistory(summary, calls)
 
     def snapshot_json(self, snapshot_id: str) -> str:
         rows = self._read("SELECT json FROM snapshots WHERE snapshot_id = ?", (snapshot_id,))
@@ -365,18 +438,48 @@ class SqliteRecorder:
     # -- row mapping ---------------------------------------------------------------------------
     @staticmethod
     def _summary(r: tuple[Any, ...]) -> InvocationSummary:
-        return InvocationSummary(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7] or 0, r[8] or 0, r[9] or 0,
-                                 r[10] or 0, r[11] or 0)
+        calls = int(r[8])
+        return InvocationSummary(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7], calls, int(r[9]),
+                                 calls - int(r[10]), int(r[11]))
 
     @staticmethod
-    def _call(r: tuple[Any, ...]) -> CallRecord:
-        owner = owners.Owner(r[12], r[13], r[14]) if r[12] is not None else None
-        result = None
-        if r[15] is not None:
-            result = ResultRecord(untext(r[15]), load(r[16]), bool(r[17]), r[18], load(r[19]) or [], load(r[20]),
-                                  load(r[21]) or [], r[22])
-        return CallRecord(r[0], r[1], r[2], untext(r[3]), untext(r[4]), r[5], untext(r[6]), load(r[7]), r[8], r[9],
-                          r[10], r[11], owner, result)
+    def _calls(row: tuple[Any, ...], batches: Sequence[tuple[float, str]]) -> list[CallRecord]:
+        """The calls of one `turns` row (`_TURN_COLUMNS`) with their results, in index order."""
+        _turn_id, invocation_id, round_no, requested_at, data, host, pid, token = row
+        owner = owners.Owner(host, pid, token) if host is not None else None
+        text = turns.text
+        outcomes: dict[int, tuple[list[Any], float]] = {}
+        for recorded_at, results in batches:
+            for r in turns.decode(results):
+                outcomes.setdefault(r[0], (r, recorded_at))
+        entries = turns.decode(data)
+        entries.sort(key=_index)
+        out = []
+        for e in entries:
+            if len(e) >= turns.STARTED_LEN:
+                tool_id, arguments, started_at, status = text(e[4]), e[5], e[6], "started"
+            else:
+                tool_id = arguments = started_at = None
+                status = "requested"
+            finished_at = result = None
+            got = outcomes.get(e[0])
+            if got is not None:
+                r, recorded_at = got
+                status, finished_at = r[1], r[4]
+                if r[2] is not None:
+                    tool_id = text(r[2])
+                if started_at is None:
+                    started_at = r[3]
+                if r[5] is not None:
+                    result = ResultRecord(text(r[5]), r[6], bool(r[7]), text(r[8]), r[9] or [], r[10], r[11] or [],
+                                          recorded_at)
+            out.append(CallRecord(invocation_id, round_no, e[0], text(e[1]), text(e[2]), tool_id, text(e[3]),
+                                  arguments, status, requested_at, started_at, finished_at, owner, result))
+        return out
+
+
+def _index(entry: list[Any]) -> int:
+    return entry[0]
 
 
 __all__ = ["SqliteRecorder"]

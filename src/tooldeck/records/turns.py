@@ -1,0 +1,84 @@
+"""The JSON a turn's row holds: its calls (`turns.calls`) and a batch of their results (`results.results`).
+
+A model turn is one row and each batch of its results one row, because the cost of a write
+transaction is mostly the B-tree pages it dirties (and the bound values), not the bytes: ten call
+rows with a dozen columns each cost about twice one row holding the same calls as JSON.
+
+Entries are JSON arrays, by position:
+
+- call, requested: `[index, call_id, call_name, raw_arguments]`
+- call, started:   `[index, call_id, call_name, raw_arguments, tool_id, arguments, started_at]`
+- result: `[index, status, tool_id, started_at, finished_at, content, structured, is_error, error_code,
+  resource_refs, raw_result, effects]`; `content` is null only for a call migrated from a v2 store
+  that had a final status but no results row (its `result` reads as None).
+
+Values are stored as they were given. A text slot (ids, names, raw arguments, content, error code)
+holding a str JSON cannot carry (a lone surrogate) becomes `{"utf8": <its surrogate-preserving
+UTF-8 bytes as latin-1>}`, so it reads back exactly. A JSON slot (arguments, structured,
+resource_refs, raw_result, effects) holding a value JSON cannot hold keeps the rules of
+`sqlite.dump` (sets as lists, bytes decoded, anything else as its repr).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tooldeck.records.sqlite import dump, fallback
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+CALL_TEXT = (1, 2, 3, 4)
+CALL_JSON = (5,)
+RESULT_TEXT = (1, 2, 5, 8)
+RESULT_JSON = (6, 9, 10, 11)
+STARTED_LEN = 7
+"""A call entry this long was admitted (`started`); a shorter one was only `requested`."""
+
+
+def _exact(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return {"utf8": value.encode("utf-8", "surrogatepass").decode("latin-1")}
+    return value
+
+
+def text(value: Any) -> Any:
+    """A text slot as stored → the str it was (see the module doc)."""
+    if type(value) is dict:
+        return value["utf8"].encode("latin-1").decode("utf-8", "surrogatepass")
+    return value
+
+
+def encode(entries: list[list[Any]], text_slots: tuple[int, ...], json_slots: tuple[int, ...]) -> str:
+    """The JSON text of `entries` (call or result entries; pass CALL_* or RESULT_* slots)."""
+    try:
+        return orjson.dumps(entries, default=fallback, option=_OPTIONS).decode()
+    except TypeError:  # orjson's JSONEncodeError included: only odd values get here, slot by slot
+        pass
+    safe = []
+    for entry in entries:
+        entry = list(entry)
+        for i in text_slots:
+            if i < len(entry):
+                entry[i] = _exact(entry[i])
+        for i in json_slots:
+            if i < len(entry) and entry[i] is not None:
+                entry[i] = orjson.Fragment(dump(entry[i]))  # type: ignore[arg-type]
+        safe.append(entry)
+    return orjson.dumps(safe, default=fallback, option=_OPTIONS).decode()
+
+
+def encode_calls(entries: list[list[Any]]) -> str:
+    return encode(entries, CALL_TEXT, CALL_JSON)
+
+
+def encode_results(entries: list[list[Any]]) -> str:
+    return encode(entries, RESULT_TEXT, RESULT_JSON)
+
+
+def decode(data: str | bytes) -> list[list[Any]]:
+    return orjson.loads(data)
