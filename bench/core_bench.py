@@ -112,6 +112,13 @@ async def per_call(home: Path) -> None:
         "tooldeck two-int, per call in a turn of 10": 10})
     print("Per-call overhead (median µs per call; ratio to the peer when present, else to a bare call):")
     report(rows, "openai-agents FunctionTool two-int" if peer else "bare await add(1, 2)")
+    if peer:
+        times = dict(rows)
+        print("Each tooldeck case against the same tool through the peer (target: at most 0.33×):")
+        for mine, theirs in (("tooldeck two-int, 1 call per turn", "openai-agents FunctionTool two-int"),
+                             ("tooldeck no-arg, 1 call per turn", "openai-agents FunctionTool no-arg"),
+                             ("tooldeck two-int, per call in a turn of 10", "openai-agents FunctionTool two-int")):
+            print(f"  {mine:<44} {times[mine] / times[theirs]:5.2f}× {theirs}")
     rt.close()
 
 

@@ -20,7 +20,6 @@ from tooldeck.catalog.sources import CallContext, Executable, TurnState
 from tooldeck.core.errors import EXECUTION_FAILED, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
 from tooldeck.core.results import ToolOutput
 from tooldeck.gate import Admitted, GateEntry, Refused
-from tooldeck.sources.extensions import to_output
 
 if TYPE_CHECKING:
     from tooldeck.runtime import Invocation
@@ -37,6 +36,10 @@ class ConfirmationRequest:
 
 
 Confirm = Callable[[ConfirmationRequest], bool | Awaitable[bool]]
+
+Finished = ToolOutput | Any
+"""A finished call: a ToolOutput (always, for errors), or the plain value the tool returned, which
+projection turns into the model's text (`core.results.as_output`)."""
 
 
 async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState) -> None:
@@ -55,7 +58,7 @@ async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: Tur
                 i = j
                 continue
         out = begin_one(inv, check, i, turn)
-        outputs[i] = out if type(out) is ToolOutput else await out
+        outputs[i] = await out if type(out) is CoroutineType else out
         i += 1
 
 
@@ -72,15 +75,15 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
     """
     outputs = turn.outputs
     cap = inv.profile.max_concurrency
-    waiting: list[tuple[int, Coroutine[Any, Any, ToolOutput]]] = []
+    waiting: list[tuple[int, Coroutine[Any, Any, Finished]]] = []
     k = start
     try:
         while k < end and len(waiting) < cap:
             out = begin_one(inv, checks[k], k, turn)
-            if type(out) is ToolOutput:
-                outputs[k] = out
-            else:
+            if type(out) is CoroutineType:
                 waiting.append((k, out))  # type: ignore[arg-type]
+            else:
+                outputs[k] = out
             k += 1
     except BaseException:
         for _, coro in waiting:  # a host fault: the calls already started are abandoned with the turn
@@ -90,7 +93,7 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
         return
     slots = asyncio.Semaphore(cap - len(waiting))
 
-    async def finish(index: int, coro: Coroutine[Any, Any, ToolOutput]) -> None:
+    async def finish(index: int, coro: Coroutine[Any, Any, Finished]) -> None:
         try:
             outputs[index] = await coro
         finally:
@@ -99,13 +102,13 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
     async def later(index: int) -> None:
         async with slots:
             out = begin_one(inv, checks[index], index, turn)
-            outputs[index] = out if type(out) is ToolOutput else await out  # type: ignore[assignment]
+            outputs[index] = await out if type(out) is CoroutineType else out  # type: ignore[misc]
 
     await asyncio.gather(*(finish(i, c) for i, c in waiting), *(later(i) for i in range(k, end)))
 
 
 def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
-              turn: TurnState) -> ToolOutput | Coroutine[Any, Any, ToolOutput]:
+              turn: TurnState) -> Finished | Coroutine[Any, Any, Finished]:
     """Run one call as far as it goes without the event loop.
 
     Returns the output when the call finished on its first step (a refusal, a sync tool, a coroutine
@@ -117,20 +120,6 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
         return ToolOutput(r.content, r.structured, True, r.error_code)
     if check.needs_confirmation:  # type: ignore[union-attr]
         return _confirm_then_run(inv, check, index, turn)  # type: ignore[arg-type]
-    return _run_admitted(inv, check, index, turn)  # type: ignore[arg-type]
-
-
-async def _confirm_then_run(inv: Invocation, check: Admitted, index: int, turn: TurnState) -> ToolOutput:
-    call_id = turn.calls[index].id
-    if not await _confirmed(inv, call_id, check):
-        r = inv.gate.permission_refusal(call_id, check.entry)
-        return ToolOutput(r.content, r.structured, True, r.error_code)
-    out = _run_admitted(inv, check, index, turn)
-    return out if type(out) is ToolOutput else await out  # type: ignore[misc]
-
-
-def _run_admitted(inv: Invocation, check: Admitted, index: int,
-                  turn: TurnState) -> ToolOutput | Coroutine[Any, Any, ToolOutput]:
     entry = check.entry
     tool_id = entry.binding.descriptor.id
     source = entry.source
@@ -140,16 +129,36 @@ def _run_admitted(inv: Invocation, check: Admitted, index: int,
                                 "No action was taken.")
     timings = turn.timings
     started = 0.0 if timings is None else time.time()
+    args = check.args  # type: ignore[union-attr]
     if executable.blocking:
-        output: ToolOutput | _Pending = _Pending(None, None, _thread_job(executable, check.args, inv, entry, index,
-                                                                         turn))
-    else:
-        output = _start(executable, check.args, inv, entry, index, turn)
-    if type(output) is _Pending:
-        return _finish(output, entry, index, timings, started)
+        return _finish(_Pending(None, None, _thread_job(executable, args, inv, entry, index, turn)), entry, index,
+                       timings, started)
+    try:
+        direct = executable.direct
+        value = direct(**args) if direct is not None else executable.fn(args, _context(inv, entry, index, turn))
+        if type(value) is CoroutineType:
+            try:
+                yielded = value.send(None)
+            except StopIteration as done:
+                value = done.value
+            else:
+                return _finish(_Pending(value, yielded), entry, index, timings, started)
+        elif inspect.isawaitable(value):
+            return _finish(_Pending(value), entry, index, timings, started)
+    except Exception as exc:
+        value = _failure(exc, entry)
     if timings is not None:
         timings[index] = (started, time.time())
-    return output  # type: ignore[return-value]
+    return value  # a plain value becomes the model's text in projection (`as_output`)
+
+
+async def _confirm_then_run(inv: Invocation, check: Admitted, index: int, turn: TurnState) -> Finished:
+    call_id = turn.calls[index].id
+    if not await _confirmed(inv, call_id, check):
+        r = inv.gate.permission_refusal(call_id, check.entry)
+        return ToolOutput(r.content, r.structured, True, r.error_code)
+    out = begin_one(inv, Admitted(check.entry, check.args), index, turn)  # confirmed: it runs as an allowed call
+    return await out if type(out) is CoroutineType else out  # type: ignore[misc]
 
 
 def _context(inv: Invocation, entry: GateEntry, index: int, turn: TurnState) -> CallContext:
@@ -177,39 +186,19 @@ async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:
 
 @dataclass(slots=True)
 class _Pending:
-    """A tool that did not finish on its first step: a suspended coroutine, an awaitable, or a thread job."""
+    """A tool that did not finish on its first step: a suspended coroutine, an awaitable, or a thread job.
+
+    Dispatch runs a tool's first step itself and only pays for `asyncio.timeout` (in `_finish`) when
+    the tool actually suspends.
+    """
 
     awaitable: Any
     yielded: Any = None
     thread_job: Callable[[], Any] | None = None
 
 
-def _start(executable: Executable, args: dict[str, Any], inv: Invocation, entry: GateEntry, index: int,
-           turn: TurnState) -> ToolOutput | _Pending:
-    """Run the tool as far as it goes without the event loop.
-
-    Most tools finish on their first step (a sync function, or a coroutine that never suspends);
-    they cost no task, no timer and no extra coroutine. Anything else comes back as `_Pending`.
-    """
-    try:
-        direct = executable.direct
-        value = direct(**args) if direct is not None else executable.fn(args, _context(inv, entry, index, turn))
-        if type(value) is CoroutineType:
-            try:
-                yielded = value.send(None)
-            except StopIteration as done:
-                value = done.value
-            else:
-                return _Pending(value, yielded)
-        elif inspect.isawaitable(value):
-            return _Pending(value)
-    except Exception as exc:
-        return _failure(exc, entry)
-    return to_output(value)
-
-
 async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list[tuple[float, float] | None] | None,
-                  started: float) -> ToolOutput:
+                  started: float) -> Finished:
     timeout_s = entry.timeout_s
     try:
         async with asyncio.timeout(timeout_s):
@@ -219,7 +208,7 @@ async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list
                 value = await _Resume(pending.awaitable, pending.yielded)
             else:
                 value = await pending.awaitable
-        output = to_output(value)
+        output = value
     except TimeoutError:
         output = _timeout(entry.binding.call_name, timeout_s, entry.binding.descriptor.annotations.mutating)
     except asyncio.CancelledError:

@@ -88,6 +88,7 @@ ToolChoice = str | dict[str, str]
 class BudgetState:
     total: int = 0
     per_tool: dict[str, int] = field(default_factory=dict)
+    """Calls charged per tool id, for the tools that have a per-tool cap (the only ones it limits)."""
 
 
 @dataclass(slots=True)
@@ -188,8 +189,6 @@ class Gate:
         budget = self.budget
         if budget.total < self._limit and entry.binding.max_calls is None:  # `_charge` inlined: the common case
             budget.total += 1
-            per_tool = budget.per_tool
-            per_tool[entry.tool_id] = per_tool.get(entry.tool_id, 0) + 1
         else:
             over = self._charge(entry)
             if over is not None:
@@ -280,13 +279,13 @@ class Gate:
         if budget.total >= limit:
             return (f"The tool call limit for this invocation has been reached ({limit} calls). "
                     "Answer with what you have.")
-        if entry is not None:
-            used = budget.per_tool.get(entry.tool_id, 0)
-            cap = entry.binding.max_calls
-            if cap is not None and used >= cap:
-                return (f"`{entry.binding.call_name}` has reached its call limit for this invocation ({cap} calls). "
-                        "Use other tools or answer with what you have.")
-            budget.per_tool[entry.tool_id] = used + 1
+        cap = entry.binding.max_calls if entry is not None else None
+        if cap is not None:
+            used = budget.per_tool.get(entry.tool_id, 0)  # type: ignore[union-attr]
+            if used >= cap:
+                return (f"`{entry.binding.call_name}` has reached its call limit for this invocation "  # type: ignore[union-attr]
+                        f"({cap} calls). Use other tools or answer with what you have.")
+            budget.per_tool[entry.tool_id] = used + 1  # type: ignore[union-attr]
         budget.total += 1
         return None
 

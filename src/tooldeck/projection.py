@@ -14,10 +14,12 @@ from typing import Any
 
 import orjson
 
-from tooldeck.core.results import AgentToolResult, ToolOutput
+from tooldeck.core.results import AgentToolResult, ToolOutput, as_output
 from tooldeck.snapshot.snapshot import Snapshot
 
 WRAP_CHARS = 3_000
+_INT_SHOWN = 10**18
+"""Ints below this size take the fast path (a huge int's str() can raise; `as_output` handles it)."""
 TOOL_RESULTS_ROOT = "tool-results"
 READ_TOOL_ID = "builtin:workspace.read_file"
 SEARCH_TOOL_ID = "builtin:workspace.search_files"
@@ -79,7 +81,17 @@ class Projector:
         self.preview_chars = preview_chars
         self.guidance = guidance
 
-    def project(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:
+    def project(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput | Any) -> AgentToolResult:
+        """`output` is a ToolOutput, or the plain value a tool returned (see `as_output`)."""
+        kind = type(output)
+        if kind is not ToolOutput:
+            # The most common plain values skip the intermediate ToolOutput.
+            if kind is str:
+                if len(output) <= self.inline_limit:
+                    return AgentToolResult(call_id, tool_id, output, None, False, None, [])
+            elif kind is int and -_INT_SHOWN < output < _INT_SHOWN:
+                return AgentToolResult(call_id, tool_id, str(output), output, False, None, [])
+            output = as_output(output)
         content = output.content
         if len(content) <= self.inline_limit:
             refs = output.resource_refs

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import CoroutineType
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -22,7 +23,7 @@ from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
 from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
+from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput, as_output
 from tooldeck.dispatch import Confirm, begin_one, run_batch
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
@@ -372,6 +373,19 @@ class Invocation:
 
     async def arun(self, calls: list[Mapping[str, Any]], tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
         """Run one model turn's batch of calls; results come back in call order."""
+        if len(calls) == 1 and not self.runtime.recording:
+            # The most common turn, one call with records off: the steps below without the per-turn lists.
+            call = Call.from_wire(calls[0])
+            self.round += 1
+            round_no = self.round
+            chk = self.gate.check(call.id, call.name, call.arguments, tool_choice)
+            out = begin_one(self, chk, 0, TurnState((call,), round_no, [None]))
+            if type(out) is CoroutineType:
+                out = await out
+            if isinstance(out, ToolOutput) and out.effects:
+                self.effects.extend((call.id, effect) for effect in out.effects)
+            entry = chk.entry
+            return [self.projector.project(call.id, entry.tool_id if entry is not None else None, round_no, out)]
         from_wire = Call.from_wire
         wire: list[Call] = []
         for c in calls:  # loops, not comprehensions: this is the hot path and a turn is often one call
@@ -396,11 +410,11 @@ class Invocation:
             admitted = [StartedCall(wire[i].id, i, chk.entry.tool_id, chk.args)
                         for i, chk in enumerate(checks) if type(chk) is Admitted]
             runtime.recorder.calls_admitted(self.id, round_no, _requested(wire), admitted, time.time())
-        outputs: list[ToolOutput] = turn.outputs
+        outputs = turn.outputs
         try:
             if n == 1:
                 out = begin_one(self, checks[0], 0, turn)
-                outputs[0] = out if type(out) is ToolOutput else await out  # type: ignore[misc]
+                outputs[0] = await out if type(out) is CoroutineType else out
             else:
                 await run_batch(self, checks, turn)
         except asyncio.CancelledError:
@@ -412,7 +426,7 @@ class Invocation:
         for c, chk, out in zip(wire, checks, outputs, strict=False):  # equal lengths by construction
             entry = chk.entry
             results.append(project(c.id, entry.tool_id if entry is not None else None, round_no, out))
-            if out.effects:
+            if isinstance(out, ToolOutput) and out.effects:
                 self.effects.extend((c.id, effect) for effect in out.effects)
         if recording:
             runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, results))
@@ -443,7 +457,8 @@ def _finished(turn: TurnState, checks: list[Admitted | Refused], results: list[A
     now = time.time()
     timings = turn.timings or ()
     out = []
-    for i, (c, chk, o, result) in enumerate(zip(turn.calls, checks, turn.outputs, results, strict=True)):
+    for i, (c, chk, finished, result) in enumerate(zip(turn.calls, checks, turn.outputs, results, strict=True)):
+        o = as_output(finished)
         status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
         timing = timings[i]
         out.append(FinishedCall(

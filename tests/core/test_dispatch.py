@@ -189,3 +189,19 @@ def test_extension_functions_get_keywords_a_context_when_asked_and_sync_ones_a_w
                                          {"id": "b", "name": "who", "arguments": '{"tag": "y"}'}])
     assert first.content.startswith("x on ") and first.content != f"x on {threading.current_thread().name}"
     assert second.content == "y is b #1 of ['where', 'who']"
+
+
+def test_effects_reach_the_invocation_on_the_single_call_path_and_the_batch_path(tmp_path):
+    from tooldeck.core.results import ToolEffect
+
+    def noted(args, ctx):
+        return ToolOutput("noted", effects=[ToolEffect("note", {"call": ctx.call_id})])
+
+    for records in (False, True):
+        rt = tooldeck.Runtime(tmp_path / str(records), builtins=[builtin("note", noted)], records=records,
+                              profile={"allow": ["builtin:*"]})
+        inv = rt.invocation()
+        inv.run(calls("note"))
+        inv.run([{"id": "x", "name": "note"}, {"id": "y", "name": "note"}])
+        assert [(cid, e.data["call"]) for cid, e in inv.effects] == [("c0", "c0"), ("x", "x"), ("y", "y")]
+        rt.close()

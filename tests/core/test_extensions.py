@@ -104,3 +104,30 @@ def test_registration_errors(tmp_path):
         rt.extensions.register(lambda: 1, "ext", "three", scenes=[], description="x")
     with pytest.raises(tooldeck.TooldeckError):
         rt.extensions.register(lambda: 1, "", "four", description="x")
+
+
+@pytest.mark.parametrize("records", [False, True])
+def test_plain_return_values_become_text_the_same_way_on_every_path(tmp_path, records):
+    rt = tooldeck.Runtime(tmp_path, builtins=[], records=records, profile={"allow": ["extension/*"]})
+
+    @rt.tool(extension_id="vals")
+    def value(kind: str) -> object:
+        """Return a value of the given kind."""
+        return {"text": "plain text", "int": 42, "bool": True, "none": None, "model": Point(x=1, y=2),
+                "huge": 10**5000, "list": [1, "a"]}[kind]
+
+    inv = rt.invocation()
+    kinds = ["text", "int", "bool", "none", "model", "huge", "list"]
+    singles = [inv.run([{"id": k, "name": "value", "arguments": {"kind": k}}])[0] for k in kinds]
+    batch = inv.run([{"id": k, "name": "value", "arguments": {"kind": k}} for k in kinds])
+    for results in (singles, batch):
+        got = {r.call_id: (r.content, r.structured, r.is_error) for r in results}
+        assert got["text"] == ("plain text", None, False)
+        assert got["int"] == ("42", 42, False)
+        assert got["bool"] == ("true", True, False)
+        assert got["none"] == ("null", None, False)
+        assert got["model"] == ('{"x":1,"y":2}', {"x": 1, "y": 2}, False)
+        assert got["list"] == ('[1,"a"]', [1, "a"], False)
+        content, structured, is_error = got["huge"]
+        assert not is_error and structured == 10**5000 and "too long to show" in content
+    rt.close()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tooldeck.core.descriptors import ToolDescriptor
 from tooldeck.core.ids import SourceKind, ToolId
+from tooldeck.core.results import ToolOutput
 
 if TYPE_CHECKING:
     from tooldeck.runtime import Invocation, RunState
@@ -31,7 +32,8 @@ class TurnState:
     """The turn's calls as they came (each has `id`, `name`, `arguments`)."""
     round: int
     outputs: list[Any]
-    """Each call's ToolOutput once it has finished (None before)."""
+    """Each call's output once it has finished (None before): a ToolOutput, or the plain value the tool
+    returned (never an error)."""
     timings: list[tuple[float, float] | None] | None = None
     """(started, finished) per call that ran, kept only when records are on."""
 
@@ -41,7 +43,7 @@ class TurnState:
 
     def failed_before(self, index: int) -> list[int]:
         outputs = self.outputs
-        return [i for i in range(index) if outputs[i] is not None and outputs[i].is_error]
+        return [i for i in range(index) if isinstance(outputs[i], ToolOutput) and outputs[i].is_error]
 
 
 @dataclass(slots=True)

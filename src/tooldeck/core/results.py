@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 ERROR_MARKER = "## Tool error"
 
 
@@ -40,6 +42,42 @@ class ToolOutput:
         if structured is None:
             structured = {"error": {"code": code, "message": message}}
         return cls(content=message, structured=structured, is_error=True, error_code=code, **kw)
+
+
+_JSON_TYPES = frozenset((int, float, bool, list, dict, type(None)))
+
+
+def as_output(value: Any) -> ToolOutput:
+    """What a tool returned → its output: a ToolOutput as is, a string as the content, anything else
+    shown as JSON and kept as the structured value (a pydantic model as its JSON dump)."""
+    kind = type(value)
+    if kind is ToolOutput:
+        return value
+    if kind is str:
+        return ToolOutput(value, None, False, None, (), (), value)
+    if kind is int:  # an int's str() is its JSON text
+        return ToolOutput(_plain_text(value), value, False, None, (), (), value)
+    if kind not in _JSON_TYPES:  # exact types first: isinstance on pydantic's metaclass is slow
+        if isinstance(value, ToolOutput):
+            return value
+        if isinstance(value, str):
+            return ToolOutput(value, raw=value)
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            value = dump(mode="json")
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        text = _plain_text(value)
+    return ToolOutput(text, structured=value, raw=value)
+
+
+def _plain_text(value: Any) -> str:
+    try:
+        return str(value)
+    except ValueError:  # an int longer than sys.get_int_max_str_digits()
+        size = f" of {value.bit_length()} bits" if isinstance(value, int) else ""
+        return f"<{type(value).__name__}{size}: too long to show as text>"
 
 
 @dataclass(slots=True)

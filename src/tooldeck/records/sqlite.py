@@ -198,13 +198,23 @@ def untext(value: Any) -> Any:
     return value
 
 
+def safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except ValueError:  # an int longer than sys.get_int_max_str_digits()
+        if isinstance(value, int):
+            return hex(value)
+        return f"<{type(value).__name__}: its repr failed>"
+
+
 def fallback(value: Any) -> Any:
-    """`default` for orjson: sets and tuples as lists, bytes decoded, anything else as its repr."""
+    """`default` for orjson: sets and tuples as lists, bytes decoded, anything else as its repr (an int
+    too long for repr, beyond orjson's 64 bits, as its exact hex text)."""
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", "replace")
-    return repr(value)
+    return safe_repr(value)
 
 
 def dump(value: Any) -> str | None:
@@ -214,7 +224,7 @@ def dump(value: Any) -> str | None:
     try:
         return orjson.dumps(value, default=fallback, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
-        return orjson.dumps(repr(value)).decode()
+        return orjson.dumps(safe_repr(value)).decode()
 
 
 def load(value: Any) -> Any:

@@ -15,14 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import pydantic
 
 from tooldeck.catalog.sources import CallContext, Diagnostic, Executable
 from tooldeck.core.descriptors import ALL_SCENES, Scene, ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import ToolOutput
 
 _PLAIN_TYPES = (str, int, float, bool, list, dict, type(None))
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
@@ -108,32 +106,6 @@ def function_signature(fn: Callable[..., Any], description: str | None = None) -
     schema["additionalProperties"] = False
     return FunctionSignature(description or summary or fn.__name__, schema, context_param,
                              None if plain else model)
-
-
-_JSON_TYPES = frozenset((int, float, bool, list, dict, type(None)))
-
-
-def to_output(value: Any) -> ToolOutput:
-    """An extension's plain return value → output: a string is the content; JSON is shown and kept."""
-    kind = type(value)
-    if kind is str:
-        return ToolOutput(value, None, False, None, (), (), value)
-    if kind is ToolOutput:
-        return value
-    if kind is int:  # an int's str() is its JSON text
-        return ToolOutput(str(value), value, False, None, (), (), value)
-    if kind not in _JSON_TYPES:  # exact types first: isinstance on pydantic's metaclass is slow
-        if isinstance(value, ToolOutput):
-            return value
-        if isinstance(value, str):
-            return ToolOutput(value, raw=value)
-        if isinstance(value, pydantic.BaseModel):
-            value = value.model_dump(mode="json")
-    try:
-        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:
-        text = str(value)
-    return ToolOutput(text, structured=value, raw=value)
 
 
 def _executable(fn: Callable[..., Any], call: Callable[[dict[str, Any], CallContext], Any],
