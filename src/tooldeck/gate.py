@@ -150,6 +150,8 @@ class Gate:
                 return self._admit(call_id, entry, args, choice)
         elif kind is dict:
             return self._admit(call_id, entry, wire_args, choice)
+        elif wire_args is MISSING or wire_args is None:
+            return self._admit(call_id, entry, {}, choice)
         return self.check_entry(call_id, entry, ToolArguments.decode(wire_args), choice)
 
     def _check_special(self, call_id: str, name: str, entry: GateEntry | None, wire_args: Any,
