@@ -23,6 +23,7 @@ from orjson import JSONDecodeError
 from orjson import loads as _loads
 
 from tooldeck.catalog.profile import Permission, Profile
+from tooldeck.catalog.sources import ToolSource
 from tooldeck.core.arguments import MISSING, ToolArguments
 from tooldeck.core.errors import (
     BUDGET_EXHAUSTED,
@@ -52,7 +53,7 @@ class GateEntry:
     permission: Permission
     timeout_s: float
     concurrency_safe: bool = False
-    source: Any = None
+    source: ToolSource | None = None
     """The catalog source of the tool's kind, when known (dispatch resolves the executable there)."""
     _schema: CompiledSchema | None = None
     is_valid: Any = None

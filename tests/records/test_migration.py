@@ -127,7 +127,7 @@ def test_a_v2_store_migrates_without_losing_anything(tmp_path: Path) -> None:
     finally:
         store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"turns", "results", "mcp_registrations"} <= tables and not {"calls", "results_v2"} & tables
         assert conn.execute("SELECT registration_id FROM mcp_registrations").fetchall() == [("time-1",)]
@@ -144,4 +144,4 @@ def test_an_empty_v2_store_migrates(tmp_path: Path) -> None:
     conn.close()
     SqliteRecorder(path).close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -315,3 +315,24 @@ def test_text_that_is_not_valid_utf8_and_odd_values_round_trip(open_store: Calla
     assert a.result.raw_result == repr({"big": 2**70}) and a.result.effects == repr([{"e": odd}])
     assert (b.result.content, b.result.structured, b.result.resource_refs, b.result.raw_result, b.result.effects) == (
         "plain é 中文 \x00", {"ok": [1, 2.5, None]}, ["r.txt"], {"raw": True}, [{"kind": "x"}])
+
+
+def test_calls_view_shows_one_row_per_call_as_the_read_api_does(open_store: Callable[[], Any]) -> None:
+    import sqlite3
+
+    store = open_store()
+    if not hasattr(store, "path"):
+        pytest.skip("the SQL view belongs to the SQLite adapter")
+    inv = start_invocation(store)
+    write_round(store, inv, 1, PlannedRound([PlannedCall("a", "search", '{"q": "x"}'), PlannedCall("b", "nope", "[1]"),
+                                             PlannedCall("c", "search", "{}")], interrupt="after_started",
+                                            admitted=True))
+    store.calls_finished(inv, 1, [_done("a", 0, "found")])
+    store.calls_finished(inv, 1, [_done("a", 0, "again", "failed")])  # a late result: not shown
+    with sqlite3.connect(store.path) as conn:
+        rows = conn.execute("SELECT idx, call_id, call_name, raw_arguments, status, content FROM calls_view "
+                            "WHERE invocation_id = ? ORDER BY round, idx", (inv,)).fetchall()
+    history = store.history(inv).calls
+    assert rows == [(c.index, c.call_id, c.call_name, c.raw_arguments, c.status,
+                     c.result.content if c.result else None) for c in history]
+    assert [r[4] for r in rows] == ["completed", "requested", "started"] and rows[0][5] == "found"

@@ -194,6 +194,27 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "DROP TABLE results_v2",
         "DROP TABLE calls",
     ),
+    # 4: a read-only view with one row per call, for ad-hoc SQL (`sqlite3 records.sqlite`); the
+    # runtime never reads it. Its columns follow the JSON entries of records/turns.py.
+    (
+        f"""CREATE VIEW calls_view AS
+        SELECT invocation_id, round, json_extract(entry, '$[0]') AS idx, json_extract(entry, '$[1]') AS call_id,
+               json_extract(entry, '$[2]') AS call_name,
+               coalesce(json_extract(result, '$[2]'), json_extract(entry, '$[4]')) AS tool_id,
+               json_extract(entry, '$[3]') AS raw_arguments, json_extract(entry, '$[5]') AS arguments,
+               coalesce(json_extract(result, '$[1]'),
+                        CASE WHEN json_array_length(entry) >= 7 THEN 'started' ELSE 'requested' END) AS status,
+               requested_at, coalesce(json_extract(entry, '$[6]'), json_extract(result, '$[3]')) AS started_at,
+               json_extract(result, '$[4]') AS finished_at, json_extract(result, '$[5]') AS content,
+               json_extract(result, '$[7]') AS is_error, json_extract(result, '$[8]') AS error_code
+        FROM (SELECT t.invocation_id, t.round, t.requested_at, c.value AS entry,
+                     (SELECT e.value FROM results r, json_each(r.results) e
+                      WHERE r.result_id BETWEEN t.turn_id << {RESULT_BATCH_BITS}
+                                            AND (t.turn_id << {RESULT_BATCH_BITS}) + {(1 << RESULT_BATCH_BITS) - 1}
+                        AND json_extract(e.value, '$[0]') = json_extract(c.value, '$[0]')
+                      ORDER BY r.result_id LIMIT 1) AS result
+              FROM turns t, json_each(t.calls) c)""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
