@@ -373,7 +373,7 @@ class Invocation:
 
     async def arun(self, calls: list[Mapping[str, Any]], tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
         """Run one model turn's batch of calls; results come back in call order."""
-        if len(calls) == 1 and not self.runtime.recording:
+        if type(calls) is list and len(calls) == 1 and not self.runtime.recording:
             # The most common turn, one call with records off: the steps below without the per-turn lists.
             call = Call.from_wire(calls[0])
             self.round += 1

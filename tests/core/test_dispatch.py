@@ -205,3 +205,10 @@ def test_effects_reach_the_invocation_on_the_single_call_path_and_the_batch_path
         inv.run([{"id": "x", "name": "note"}, {"id": "y", "name": "note"}])
         assert [(cid, e.data["call"]) for cid, e in inv.effects] == [("c0", "c0"), ("x", "x"), ("y", "y")]
         rt.close()
+
+
+def test_a_turn_may_be_any_iterable_of_calls(tmp_path):
+    inv = runtime(tmp_path).invocation()
+    one = inv.run(c for c in calls("inline"))  # type: ignore[arg-type]
+    two = inv.run(tuple(calls("inline", "inline")))  # type: ignore[arg-type]
+    assert [r.call_id for r in one + two] == ["c0", "c0", "c1"] and not any(r.is_error for r in one + two)
