@@ -418,18 +418,27 @@ class Invocation:
             else:
                 await run_batch(self, checks, turn)
         except asyncio.CancelledError:
-            if recording:  # results that never arrived: the calls may or may not have run
-                runtime.recorder.calls_finished(self.id, round_no, _cancelled(wire, checks))
+            if recording:  # the results that arrived are kept; the others may or may not have run
+                runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, self._project(turn, checks)))
             raise
-        project = self.projector.project
-        results: list[AgentToolResult] = []
-        for c, chk, out in zip(wire, checks, outputs, strict=False):  # equal lengths by construction
-            entry = chk.entry
-            results.append(project(c.id, entry.tool_id if entry is not None else None, round_no, out))
-            if isinstance(out, ToolOutput) and out.effects:
-                self.effects.extend((c.id, effect) for effect in out.effects)
+        results = self._project(turn, checks)
         if recording:
             runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, results))
+        return results  # type: ignore[return-value]
+
+    def _project(self, turn: TurnState, checks: list[Admitted | Refused]) -> list[AgentToolResult | None]:
+        """Each finished call's result for the model (None for a call whose result never arrived);
+        its effects go to `effects`."""
+        project = self.projector.project
+        results: list[AgentToolResult | None] = []
+        for c, chk, out in zip(turn.calls, checks, turn.outputs, strict=False):  # equal lengths by construction
+            if out is None:
+                results.append(None)
+                continue
+            entry = chk.entry
+            results.append(project(c.id, entry.tool_id if entry is not None else None, turn.round, out))
+            if isinstance(out, ToolOutput) and out.effects:
+                self.effects.extend((c.id, effect) for effect in out.effects)
         return results
 
 
@@ -437,27 +446,17 @@ def _requested(wire: list[Call]) -> list[RequestedCall]:
     return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
 
 
-def _cancelled(wire: list[Call], checks: list[Admitted | Refused]) -> list[FinishedCall]:
-    now = time.time()
-    out = []
-    for i, (c, chk) in enumerate(zip(wire, checks, strict=True)):
-        if type(chk) is Admitted:
-            text = unknown_outcome_text(c.name)
-            out.append(FinishedCall(c.id, i, chk.entry.tool_id, "outcome_unknown", chk.args, text,
-                                    {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN,
-                                    [], None, None, now))
-        else:
-            r = chk.result  # type: ignore[union-attr]
-            out.append(FinishedCall(c.id, i, r.tool_id, "failed", None, r.content, r.structured, True, r.error_code,
-                                    [], None, None, now))
-    return out
-
-
-def _finished(turn: TurnState, checks: list[Admitted | Refused], results: list[AgentToolResult]) -> list[FinishedCall]:
+def _finished(turn: TurnState, checks: list[Admitted | Refused],
+              results: list[AgentToolResult | None]) -> list[FinishedCall]:
+    """The records of a turn's results; a call whose result never arrived (the turn was cancelled)
+    is `outcome_unknown` if it was admitted, else its refusal."""
     now = time.time()
     timings = turn.timings or ()
     out = []
     for i, (c, chk, finished, result) in enumerate(zip(turn.calls, checks, turn.outputs, results, strict=True)):
+        if result is None:
+            out.append(_never_arrived(i, c, chk, now))
+            continue
         o = as_output(finished)
         status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
         timing = timings[i]
@@ -467,6 +466,17 @@ def _finished(turn: TurnState, checks: list[Admitted | Refused], results: list[A
             timing[0] if timing is not None else None, timing[1] if timing is not None else now,
             [e.to_dict() for e in o.effects] if o.effects else []))
     return out
+
+
+def _never_arrived(index: int, call: Call, check: Admitted | Refused, now: float) -> FinishedCall:
+    if type(check) is Admitted:
+        text = unknown_outcome_text(call.name)
+        return FinishedCall(call.id, index, check.entry.tool_id, "outcome_unknown", check.args, text,
+                            {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN, [], None,
+                            None, now)
+    r = check.result  # type: ignore[union-attr]
+    return FinishedCall(call.id, index, r.tool_id, "failed", None, r.content, r.structured, True, r.error_code, [],
+                        None, None, now)
 
 
 def open(home: str | Path = ".tooldeck", **options: Any) -> Runtime:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tooldeck.builtins.registry import BuiltinTool
@@ -79,7 +80,14 @@ async def handle(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     workdir = vfs_workdir(args.get("workdir", "/"), policy)
     limits = limits_for(ctx)
     layout = Layout(ctx.run.workspace_root, policy)
-    result = await ShellRun(layout, limits, workdir).arun(args["command"])
+    run = ShellRun(layout, limits, workdir)
+    try:
+        result = await run.arun(args["command"])
+    except asyncio.CancelledError:
+        # The host cancelled the turn; the shell stops at its next command boundary. Its outcome is
+        # known (cancelled, with the output so far), so the records keep it instead of outcome_unknown.
+        ctx.turn.outputs[ctx.index] = to_output(run.cancelled_result(), limits.timeout_s)
+        raise
     return to_output(result, limits.timeout_s)
 
 

@@ -8,6 +8,7 @@ synthetic environment, has networking off, and reaches host files only through t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import threading
 import time
@@ -163,13 +164,18 @@ class ShellRun:
             else:
                 future.set_result(value)  # type: ignore[arg-type]
 
+        def hand_over(value: ShellResult | None, exc: BaseException | None) -> None:
+            # A closed loop means the caller was cancelled and its outcome already recorded: nobody waits.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, value, exc)
+
         def work() -> None:
             try:
                 value = self.run(command)
             except BaseException as exc:  # handed to the awaiting task
-                loop.call_soon_threadsafe(settle, None, exc)
+                hand_over(None, exc)
                 return
-            loop.call_soon_threadsafe(settle, value, None)
+            hand_over(value, None)
 
         threading.Thread(target=work, name="tooldeck-shell", daemon=True).start()
         try:
@@ -179,6 +185,10 @@ class ShellRun:
         except asyncio.CancelledError:
             self.cancel()
             raise
+
+    def cancelled_result(self) -> ShellResult:
+        """The outcome to report when the caller cancelled the run: cancelled, with the output so far."""
+        return self._outcome(Status.CANCELLED, None, "", "", None)
 
     def abandon(self) -> ShellResult:
         """The outcome to report when the caller stops waiting (a builtin ignored the deadline)."""
