@@ -18,7 +18,7 @@ from tooldeck.builtins.registry import BuiltinTool, builtin_source
 from tooldeck.catalog import bindings as binding_prep
 from tooldeck.catalog.catalog import Catalog
 from tooldeck.catalog.profile import Profile, matches
-from tooldeck.catalog.sources import Diagnostic, ToolSource, TurnState
+from tooldeck.catalog.sources import UNFINISHED, Diagnostic, ToolSource, TurnState
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
 from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
@@ -379,7 +379,7 @@ class Invocation:
             self.round += 1
             round_no = self.round
             chk = self.gate.check(call.id, call.name, call.arguments, tool_choice)
-            out = begin_one(self, chk, 0, TurnState((call,), round_no, [None]))
+            out = begin_one(self, chk, 0, TurnState((call,), round_no, [UNFINISHED]))
             if type(out) is CoroutineType:
                 out = await out
             if isinstance(out, ToolOutput) and out.effects:
@@ -404,7 +404,7 @@ class Invocation:
                 runtime.recorder.calls_requested(self.id, round_no, _requested(wire), time.time())
             raise
         n = len(wire)
-        turn = TurnState(wire, round_no, [None] * n, [None] * n if recording else None)
+        turn = TurnState(wire, round_no, [UNFINISHED] * n, [None] * n if recording else None)
         if recording:
             # One transaction before any tool runs: the raw wire arguments verbatim, and which calls start.
             admitted = [StartedCall(wire[i].id, i, chk.entry.tool_id, chk.args)
@@ -432,7 +432,7 @@ class Invocation:
         project = self.projector.project
         results: list[AgentToolResult | None] = []
         for c, chk, out in zip(turn.calls, checks, turn.outputs, strict=False):  # equal lengths by construction
-            if out is None:
+            if out is UNFINISHED:
                 results.append(None)
                 continue
             entry = chk.entry

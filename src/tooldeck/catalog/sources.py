@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from tooldeck.core.descriptors import ToolDescriptor
 from tooldeck.core.ids import SourceKind, ToolId
@@ -24,6 +24,17 @@ class Diagnostic:
         return {"code": self.code, "message": self.message, "tool_id": self.tool_id}
 
 
+class _Unfinished:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNFINISHED"
+
+
+UNFINISHED: Final = _Unfinished()
+"""A call's slot in `TurnState.outputs` before its output arrives (None is a value a tool may return)."""
+
+
 @dataclass(slots=True)
 class TurnState:
     """The calls of one model turn, so a tool can see its place in the batch."""
@@ -32,8 +43,8 @@ class TurnState:
     """The turn's calls as they came (each has `id`, `name`, `arguments`)."""
     round: int
     outputs: list[Any]
-    """Each call's output once it has finished (None before): a ToolOutput, or the plain value the tool
-    returned (never an error)."""
+    """Each call's output once it has finished (UNFINISHED before): a ToolOutput, or the plain value the
+    tool returned (never an error)."""
     timings: list[tuple[float, float] | None] | None = None
     """(started, finished) per call that ran, kept only when records are on."""
 
