@@ -34,9 +34,13 @@ from tooldeck.records.schema import RESULT_BATCH_BITS, migrate
 from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump, write
 
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
+_KNOWN_SNAPSHOTS = 64
+_KNOWN_RUNS = 4_096
 _FINAL = frozenset(FINAL_STATUSES)
 
 _OWN_INVOCATION = "INSERT INTO owner_invocations (owner_id, invocation_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
+_INSERT_SNAPSHOT = ("INSERT INTO snapshots (snapshot_id, provider, json, created_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING")
 _INSERT_EVENT = "INSERT INTO events (invocation_id, kind, data, at) VALUES (?, ?, ?, ?)"
 _TURN_COLUMNS = ("t.turn_id, t.invocation_id, t.round, t.requested_at, t.calls, o.host, o.pid, o.token "
                  "FROM turns t LEFT JOIN owners o ON o.owner_id = t.owner_id")
@@ -77,6 +81,9 @@ class SqliteRecorder:
         self.busy_timeout_ms = busy_timeout_ms
         self._owner_key: tuple[int, int] | None = None
         self._owned: set[str] = set()
+        self._stored_runs: set[str] = set()
+        self._stored_snapshots: dict[str, str] = {}
+        """Snapshot id → the JSON this process stored or found stored (bounded by _KNOWN_SNAPSHOTS)."""
         self._conns = Connections(self.path, busy_timeout_ms, synchronous.upper())
         self._checkpointer = Checkpointer(self._conns)
         try:
@@ -123,13 +130,18 @@ class SqliteRecorder:
     def invocation_started(self, info: InvocationInfo) -> None:
         owner_id = self._owner_id()
 
+        # A run and a snapshot this process already stored (snapshots are write-once) need no second write
+        # or read-back: hosts such as `tooldeck serve` start an invocation per call on one snapshot.
+        known = self._stored_snapshots.get(info.snapshot_id)
+        snapshot_known = known is not None and (known is info.snapshot_json or known == info.snapshot_json)
+        run_known = info.run_id in self._stored_runs
+
         def tx(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO runs (run_id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                         (info.run_id, info.created_at))
-            cur = conn.execute("INSERT INTO snapshots (snapshot_id, provider, json, created_at) VALUES (?, ?, ?, ?) "
-                               "ON CONFLICT DO NOTHING",
-                               (info.snapshot_id, info.provider, info.snapshot_json, info.created_at))
-            if cur.rowcount == 0:
+            if not run_known:
+                conn.execute("INSERT INTO runs (run_id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                             (info.run_id, info.created_at))
+            if not snapshot_known and conn.execute(_INSERT_SNAPSHOT, (
+                    info.snapshot_id, info.provider, info.snapshot_json, info.created_at)).rowcount == 0:
                 stored = conn.execute("SELECT json FROM snapshots WHERE snapshot_id = ?",
                                       (info.snapshot_id,)).fetchone()[0]
                 if stored != info.snapshot_json:
@@ -147,6 +159,12 @@ class SqliteRecorder:
 
         self._guarded(tx, f"invocation {info.invocation_id}")
         self._owned.add(info.invocation_id)
+        if len(self._stored_runs) >= _KNOWN_RUNS:
+            self._stored_runs.clear()
+        self._stored_runs.add(info.run_id)
+        if len(self._stored_snapshots) >= _KNOWN_SNAPSHOTS:
+            self._stored_snapshots.clear()
+        self._stored_snapshots[info.snapshot_id] = info.snapshot_json
 
     def calls_requested(self, invocation_id: str, round: int, calls: list[RequestedCall], at: float) -> None:
         self.calls_admitted(invocation_id, round, calls, [], at)
