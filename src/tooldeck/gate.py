@@ -79,7 +79,6 @@ class Admitted:
 class Refused:
     result: AgentToolResult
     entry: GateEntry | None
-    arguments: ToolArguments
 
 
 ToolChoice = str | dict[str, str]
@@ -162,18 +161,14 @@ class Gate:
             if name == RUN_TOOL and entry is not None:
                 return self._unwrap(call_id, entry, wire_args, choice)
             if name in self._listed:
-                return self._refuse(call_id, entry, ToolArguments.decode(wire_args), USE_RUN_TOOL, (
+                return self._charge_and_refuse(call_id, entry, USE_RUN_TOOL, (
                     f"`{name}` is not callable directly. Fetch its schema with find_tools, then call "
                     f'run_tool(name="{name}", args={{...}}).'))
         elif self._names_only and name in self._listed and entry is not None and entry.tool_id not in self.fetched:
-            return self._schema_first(call_id, entry, ToolArguments.decode(wire_args), f"`{name}`")
-        arguments = ToolArguments.decode(wire_args)
+            return self._schema_first(call_id, entry, f"`{name}`")
         if entry is None:
-            over = self._charge(None)
-            if over is not None:
-                return Refused(recoverable_error(call_id, None, BUDGET_EXHAUSTED, over), None, arguments)
-            return Refused(recoverable_error(call_id, None, UNKNOWN_TOOL, self.unknown_message(name)), None, arguments)
-        return self.check_entry(call_id, entry, arguments, choice)
+            return self._charge_and_refuse(call_id, None, UNKNOWN_TOOL, self.unknown_message(name))
+        return self.check_entry(call_id, entry, ToolArguments.decode(wire_args), choice)
 
     def check_entry(
         self, call_id: str, entry: GateEntry, arguments: ToolArguments, choice: ToolChoice
@@ -183,9 +178,9 @@ class Gate:
             return self._admit(call_id, entry, args, choice)
         over = self._charge(entry)
         if over is not None:
-            return Refused(recoverable_error(call_id, entry.tool_id, BUDGET_EXHAUSTED, over), entry, arguments)
+            return self._refused(call_id, entry, BUDGET_EXHAUSTED, over)
         message = arguments.invalid_message()
-        return Refused(recoverable_error(call_id, entry.tool_id, INVALID_ARGUMENTS, message), entry, arguments)
+        return self._refused(call_id, entry, INVALID_ARGUMENTS, message)
 
     def _admit(self, call_id: str, entry: GateEntry, args: dict[str, Any], choice: ToolChoice) -> Admitted | Refused:
         """Steps 2 and 4–6 for arguments that decoded to an object."""
@@ -195,7 +190,7 @@ class Gate:
         else:
             over = self._charge(entry)
             if over is not None:
-                return self._refused(call_id, entry, args, BUDGET_EXHAUSTED, over)
+                return self._refused(call_id, entry, BUDGET_EXHAUSTED, over)
         is_valid = entry.is_valid
         if is_valid is None or not is_valid(args):
             refusal = self._invalid(call_id, entry, args)
@@ -204,12 +199,12 @@ class Gate:
         if choice != "auto" and choice != "required":
             violation = self._choice_violation(entry, choice)
             if violation:
-                return self._refused(call_id, entry, args, CHOICE_VIOLATION, violation)
+                return self._refused(call_id, entry, CHOICE_VIOLATION, violation)
         permission = entry.permission
         if permission == "allow":
             return Admitted(entry, args)
         if permission == "deny":
-            return self._refused(call_id, entry, args, PERMISSION_DENIED, f"`{entry.binding.call_name}` is not "
+            return self._refused(call_id, entry, PERMISSION_DENIED, f"`{entry.binding.call_name}` is not "
                                  "permitted in this invocation; it was not run. Use another tool.")
         return Admitted(entry, args, True)
 
@@ -218,28 +213,27 @@ class Gate:
         Compiles the tool's validator on its first call."""
         schema = entry.schema
         if schema.error is not None:
-            return self._refused(call_id, entry, args, "tool.schema_invalid", (
+            return self._refused(call_id, entry, "tool.schema_invalid", (
                 f"`{entry.binding.call_name}` cannot be called: its input schema is invalid ({schema.error}). "
                 "Use another tool."))
         problems = schema.problems(args)
         if problems is None:
             return None
-        return self._refused(call_id, entry, args, INVALID_ARGUMENTS, self.invalid_message(
+        return self._refused(call_id, entry, INVALID_ARGUMENTS, self.invalid_message(
             entry, problems or ["the arguments do not match the tool's schema"]))
 
     @staticmethod
-    def _refused(call_id: str, entry: GateEntry, args: dict[str, Any], code: str, message: str) -> Refused:
-        return Refused(recoverable_error(call_id, entry.tool_id, code, message), entry, ToolArguments(args, None))
+    def _refused(call_id: str, entry: GateEntry, code: str, message: str) -> Refused:
+        return Refused(recoverable_error(call_id, entry.tool_id, code, message), entry)
 
-    def _refuse(self, call_id: str, entry: GateEntry | None, arguments: ToolArguments, code: str,
-                message: str) -> Refused:
+    def _charge_and_refuse(self, call_id: str, entry: GateEntry | None, code: str, message: str) -> Refused:
         """A refusal that still charges the budget (so a confused model cannot loop for free)."""
         over = self._charge(entry)
         tool_id = entry.tool_id if entry is not None else None
         return Refused(recoverable_error(call_id, tool_id, BUDGET_EXHAUSTED if over else code, over or message),
-                       entry, arguments)
+                       entry)
 
-    def _schema_first(self, call_id: str, entry: GateEntry, arguments: ToolArguments, how: str) -> Refused:
+    def _schema_first(self, call_id: str, entry: GateEntry, how: str) -> Refused:
         """The tool's schema instead of a run: the call came before the schema was fetched."""
         self.fetched.add(entry.tool_id)
         b = entry.binding
@@ -248,32 +242,32 @@ class Gate:
                               option=orjson.OPT_INDENT_2).decode()
         message = (f"`{b.call_name}` was not run: the call came before its schema was fetched. Its schema is below; "
                    f"call {how} again with arguments that match it.\n{schema}")
-        return self._refuse(call_id, entry, arguments, SCHEMA_REQUIRED, message)
+        return self._charge_and_refuse(call_id, entry, SCHEMA_REQUIRED, message)
 
     def _unwrap(self, call_id: str, run_entry: GateEntry, wire_args: Any, choice: ToolChoice) -> Admitted | Refused:
         """`run_tool(name, args)` → the real tool; every later check sees the real tool and its id."""
         outer = ToolArguments.decode(wire_args)
         usage = 'run_tool needs `name` (a tool listed in the turn context) and `args` (its arguments as an object).'
         if not outer.is_valid:
-            return self._refuse(call_id, None, outer, INVALID_ARGUMENTS, f"{usage} {outer.invalid_message()}")
+            return self._charge_and_refuse(call_id, None, INVALID_ARGUMENTS, f"{usage} {outer.invalid_message()}")
         wrapper = outer.to_replay_object()
         name = wrapper.get("name")
         if not isinstance(name, str) or not name.strip():
-            return self._refuse(call_id, None, outer, INVALID_ARGUMENTS, usage)
+            return self._charge_and_refuse(call_id, None, INVALID_ARGUMENTS, usage)
         name = name.strip()
         if name == RUN_TOOL:
-            return self._refuse(call_id, None, outer, INVALID_ARGUMENTS,
-                                "run_tool cannot run itself; give the name of the tool to run.")
+            return self._charge_and_refuse(call_id, None, INVALID_ARGUMENTS,
+                                           "run_tool cannot run itself; give the name of the tool to run.")
         entry = self.entries.get(name)
         if entry is None:
-            return self._refuse(call_id, None, outer, UNKNOWN_TOOL, self.unknown_message(name))
+            return self._charge_and_refuse(call_id, None, UNKNOWN_TOOL, self.unknown_message(name))
+        if name in self._listed and entry.tool_id not in self.fetched:
+            return self._schema_first(call_id, entry, f'run_tool(name="{name}", args={{...}})')
         if "args" in wrapper:
             inner = ToolArguments.decode(wrapper["args"])
         else:
             # Models often flatten the arguments next to `name`; accept that spelling.
             inner = ToolArguments.decode({k: v for k, v in wrapper.items() if k != "name"})
-        if name in self._listed and entry.tool_id not in self.fetched:
-            return self._schema_first(call_id, entry, inner, f'run_tool(name="{name}", args={{...}})')
         return self.check_entry(call_id, entry, inner, choice)
 
     def _charge(self, entry: GateEntry | None) -> str | None:
