@@ -24,8 +24,10 @@ import pytest
 
 from tooldeck.sources.mcp import Failure, McpManager
 
-from .conftest import PYTHON, free_port, pid_gone, write_mcp_json
+from .conftest import PYTHON, fixture_server, free_port, pid_gone, write_mcp_json
 from .fixtures.http_faults import FaultServer
+
+JSONRPC_ERRORS = Path(__file__).parent / "fixtures" / "jsonrpc_errors.py"
 
 
 def _refresh(home: Path, servers: dict[str, Any]) -> dict[str, Failure]:
@@ -77,6 +79,9 @@ def stdio_failures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
             "print('Downloading 12 packages...', file=sys.stderr, flush=True); time.sleep(600)"),
             str(pids / "silent")], "connect_timeout_s": 2},
+        "rejects": {"command": PYTHON, "args": [str(JSONRPC_ERRORS), "reject"]},
+        "modern": {"command": PYTHON, "args": [str(JSONRPC_ERRORS), "modern-only"]},
+        "e2big": {"command": "/bin/true", "args": ["x" * 200_000]},  # one argument over the kernel's 128 KiB
     }
     return {"failures": _refresh(base / "home", servers), "pids": pids, "base": base}
 
@@ -143,6 +148,30 @@ def test_silent_process_times_out_and_is_stopped(stdio_failures: dict[str, Any])
     assert pid_gone(int((stdio_failures["pids"] / "silent").read_text()))
 
 
+def test_handshake_answered_with_a_json_rpc_error(stdio_failures: dict[str, Any]) -> None:
+    f = stdio_failures["failures"]["rejects"]
+    assert f.code == "mcp.handshake_failed"
+    assert f.summary == "rejected the MCP handshake (JSON-RPC -32603: database is locked)"
+
+
+def test_no_shared_protocol_version(stdio_failures: dict[str, Any]) -> None:
+    f = stdio_failures["failures"]["modern"]
+    assert f.code == "mcp.protocol_incompatible"
+    assert f.summary == "shares no MCP protocol version with tooldeck (it offers 2099-01-01)"
+
+
+def test_process_that_cannot_be_created(stdio_failures: dict[str, Any]) -> None:
+    f = stdio_failures["failures"]["e2big"]
+    assert f.code == "mcp.spawn_failed"
+    assert f.summary == "could not start: the process could not be created (Argument list too long)"
+
+
+def test_a_listing_that_never_answers(tmp_path: Path) -> None:
+    [f] = _refresh(tmp_path, {"slowlist": fixture_server("--list-delay", "600", connect_timeout_s=8)}).values()
+    assert f.code == "mcp.listing_failed" and f.transient
+    assert f.summary == "could not list its tools: tools/list did not answer within 8 s"
+
+
 def test_process_printing_a_usage_line_and_exiting_is_not_mcp(tmp_path: Path) -> None:
     """The stray line and the exit race inside the SDK; the line must win every time."""
     servers = {f"usage{i}": {"command": "/bin/sh", "args": ["-c", "echo 'usage: server [--port N]'; exit 2"]}
@@ -162,6 +191,8 @@ def http_failures(fault_http: FaultServer, tmp_path_factory: pytest.TempPathFact
     servers["refused"] = {"url": f"http://127.0.0.1:{free_port()}/mcp", "connect_timeout_s": 5}
     servers["dns"] = {"url": "http://no-such-host.invalid/mcp", "connect_timeout_s": 5}
     servers["plain"] = {"url": f"https://127.0.0.1:{fault_http.port}/mcp", "connect_timeout_s": 5}
+    servers["close"] = {"url": fault_http.url("/close"), "connect_timeout_s": 5}
+    servers["sse"] = {"url": fault_http.url("/sse-empty"), "connect_timeout_s": 5}
     return _refresh(tmp_path_factory.mktemp("http-failures"), servers)
 
 
@@ -231,6 +262,18 @@ def test_tls_to_a_plain_http_server(http_failures: dict[str, Failure]) -> None:
     f = http_failures["plain"]
     assert f.code == "mcp.tls_failed"
     assert "the TLS handshake with 127.0.0.1:" in f.summary and "use `http://`" in f.advice
+
+
+def test_a_server_hanging_up_without_an_answer(http_failures: dict[str, Failure]) -> None:
+    f = http_failures["close"]
+    assert f.code == "mcp.network_error" and f.transient
+    assert "Server disconnected without sending a response" in f.summary
+
+
+def test_an_event_stream_that_ends_without_a_response(http_failures: dict[str, Failure]) -> None:
+    f = http_failures["sse"]
+    assert f.code == "mcp.connection_lost"
+    assert f.summary == "could not be reached: the connection closed during the MCP handshake"
 
 
 def test_a_server_that_never_answers_times_out_and_the_connection_is_closed(tmp_path: Path) -> None:
