@@ -2,7 +2,10 @@
 
 A summary follows "MCP server `NAME` " and names what went wrong with the evidence (command, URL,
 HTTP status, challenge, the end of stderr); the advice is the user's next step and names the key to
-change and the file it is in. Nothing here decides which cause applies.
+change and the file it is in. Nothing here decides which cause applies. Server-provided text (a
+challenge's description, a stdout or stderr line, a reason phrase) is quoted bounded and cleaned; it
+is what the server would show the model anyway. The only I/O is one `os.path.exists`, which tells a
+missing `#!` interpreter from a missing command.
 """
 
 from __future__ import annotations
