@@ -9,6 +9,9 @@ Variants, measured round-robin in one run (medians of batches, so machine load f
 - `serve stdio` / `serve http`  mcp.Client → `tooldeck serve` (which proxies the fixture server), when
   `tooldeck serve` is available
 - `loop hop`   one no-op coroutine through the MCP background loop (run_coroutine_threadsafe + wrap_future)
+- `response hook`  what the HTTP response hook that keeps failure evidence costs per POST (a plain MCP
+  success, i.e. every call; and a 401, failures only), beside an empty hook, and as a share of the
+  direct HTTP call measured in the same run
 
 Target: tooldeck ≤ 1.15 × direct + 0.3 ms.
 
@@ -133,6 +136,7 @@ async def measure(tmp: Path) -> tuple[dict[str, float], float, float]:
             results = await ainterleaved_ms(variants, INNER, REPEATS)
         sync_ms = await asyncio.to_thread(_sync_facade, stdio_rt)
         hop_us = await _hop_us()
+        results["hooks"] = await _hook_us()  # type: ignore[assignment]
         stdio_rt.close()
         http_rt.close()
         return results, sync_ms, hop_us
@@ -161,6 +165,36 @@ def _sync_facade(rt: Runtime) -> float:
     return statistics.median(samples)
 
 
+async def _hook_us() -> tuple[float, float, float]:
+    """(empty hook, evidence hook on a 200 JSON reply, on a 401 with a challenge), µs per response."""
+    import httpx2
+
+    from tooldeck.sources.mcp.client import _observer
+    from tooldeck.sources.mcp.evidence import Evidence
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "echo", "arguments": ARGS}}).encode()
+    request = httpx2.Request("POST", "http://127.0.0.1:8000/mcp", content=body)
+    ok = httpx2.Response(200, headers={"content-type": "application/json"}, request=request)
+    refused = httpx2.Response(401, headers={"content-type": "application/json",
+                                            "www-authenticate": 'Bearer error="invalid_token"'}, request=request)
+    observe = _observer(Evidence())
+
+    async def empty(_response: Any) -> None:
+        return None
+
+    async def per_response(hook: Callable[[Any], Awaitable[None]], response: Any) -> float:
+        samples = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            for _ in range(2_000):
+                await hook(response)
+            samples.append((time.perf_counter() - start) / 2_000 * 1e6)
+        return statistics.median(samples)
+
+    return await per_response(empty, ok), await per_response(observe, ok), await per_response(observe, refused)
+
+
 async def _hop_us() -> float:
     loop = BackgroundLoop("bench-hop")
 
@@ -184,6 +218,7 @@ async def _hop_us() -> float:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results, sync_ms, hop_us = asyncio.run(measure(Path(tmp)))
+    empty_us, ok_us, refused_us = results.pop("hooks")  # type: ignore[misc]
     print(f"median call_tool latency, ms (batches of {INNER}, {REPEATS} batches, round-robin)")
     for name, ms in results.items():
         print(f"  {name:<24} {ms:7.3f} ms")
@@ -195,6 +230,9 @@ def main() -> None:
         verdict = "meets" if ours <= budget else "MISSES"
         print(f"  {transport}: tooldeck {ours:.3f} ms vs direct {direct:.3f} ms = {ours / direct:.2f}×, "
               f"+{ours - direct:.3f} ms; target ≤ {budget:.3f} ms: {verdict}")
+    added = ok_us - empty_us
+    print(f"  response hook per POST: empty {empty_us:.2f} µs, plain MCP success {ok_us:.2f} µs (+{added:.2f} µs = "
+          f"{added / (results['direct http'] * 1e3) * 100:.3f} % of a direct HTTP call), a 401 {refused_us:.2f} µs")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Choice comes before permission so that a human is never asked about a call that 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +104,9 @@ class GateTable:
     """Deferred modes: call names reachable only by name (not in the tools array with a schema)."""
     guidance: Guidance
     """The spill guidance: which reading tools this snapshot has."""
+    explain_unknown: list[Callable[[str], str | None]] = field(default_factory=list)
+    """Sources that can say why a call name is missing (e.g. its MCP server is down); the first answer is the
+    unknown-tool message, before the list of available tools."""
 
     @classmethod
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
@@ -126,6 +130,7 @@ class Gate:
         self._names = table.names
         self._native_aliases = table.native_aliases
         self._listed = table.listed
+        self._explain_unknown = table.explain_unknown
         self._deferred = bool(table.listed) and snapshot.loading == "deferred"
         self._names_only = bool(table.listed) and snapshot.loading == "names_only"
         self._listed_only = self._deferred or self._names_only
@@ -298,6 +303,7 @@ class Gate:
         return f"This turn requires `{target}`, not `{entry.binding.call_name}`; call `{target}`."
 
     def unknown_message(self, name: str) -> str:
+        why = next((said for explain in self._explain_unknown if (said := explain(str(name)))), None)
         guess = self._native_aliases.get(str(name).replace(".", "_"))
         if guess is None:
             close = difflib.get_close_matches(str(name), self._names, n=1, cutoff=0.6)
@@ -306,9 +312,10 @@ class Gate:
         if len(self._names) > _LISTED_NAMES:
             shown += f", … ({len(self._names) - _LISTED_NAMES} more)"
         hint = f" Did you mean `{guess}`?" if guess else ""
+        head = why or f"`{name}` is not an available tool; nothing was run.{hint}"
         if self._deferred or self._names_only:
-            return f"`{name}` is not an available tool; nothing was run.{hint} Look up available tools with find_tools."
-        return f"`{name}` is not an available tool; nothing was run.{hint} Available tools: {shown}."
+            return f"{head} Look up available tools with find_tools."
+        return f"{head} Available tools: {shown}."
 
     @staticmethod
     def invalid_message(entry: GateEntry, problems: list[str]) -> str:

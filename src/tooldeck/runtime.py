@@ -285,8 +285,8 @@ class Runtime:
             table = GateTable.build(snapshot, profile)
             for entry in table.entries.values():
                 entry.source = self.catalog.source(entry.binding.descriptor.id.kind)
-            if self.mcp is not None:  # MCP `ask` tools go through the confirmation callback (issue 6)
-                self.mcp.narrow_permissions(table)
+            if self.mcp is not None:  # MCP `ask` tools confirm (issue 6); a down server explains its names (issue 11)
+                self.mcp.prepare_gate(table)
             return table
 
         # Keyed by the profile's identity too; the entry keeps the profile alive, so an id is never reused.

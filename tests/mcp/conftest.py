@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,8 @@ from typing import Any
 import pytest
 
 from tooldeck.runtime import Invocation, Runtime
+
+from .fixtures.http_faults import FaultServer
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "fixture_server.py"
@@ -106,3 +110,44 @@ def everything_js() -> Path:
 
 def open_runtime(home: Path, **kw: Any) -> Runtime:
     return Runtime(home, **kw)
+
+
+TOOLDECK = Path(sys.executable).with_name("tooldeck")
+
+
+@pytest.fixture(scope="module")
+def fault_http() -> Iterator[FaultServer]:
+    """A loopback HTTP server failing the way broken MCP endpoints do, one behaviour per path."""
+    with FaultServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def auth_fixture() -> Iterator[tuple[str, Path]]:
+    """The fixture server over HTTP behind the SDK's own bearer-token middleware (token `s3cret`; `weak`
+    lacks the scope); the token is revoked once the yielded flag file exists. Yields (url, flag)."""
+    port = free_port()
+    flag = Path(tempfile.mkdtemp(prefix="tooldeck-revoke-")) / "revoked"
+    proc = start_http([PYTHON, str(FIXTURE), "--http", str(port), "--bearer", "s3cret", "--revoked-if", str(flag)],
+                      port)
+    yield f"http://127.0.0.1:{port}/mcp", flag
+    stop(proc)
+    shutil.rmtree(flag.parent, ignore_errors=True)
+
+
+def pid_gone(pid: int, timeout: float = 20.0) -> bool:
+    """Poll until process `pid` no longer exists (or is a zombie nobody waits for)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+        except (OSError, IndexError):
+            state = ""
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False

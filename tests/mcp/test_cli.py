@@ -37,7 +37,8 @@ def test_mcp_commands(tmp_path: Path) -> None:
 
     code, out = _run("mcp", "refresh", "--home", home)
     assert code == 1  # `gone` failed
-    assert "fx: 15 tools" in out and "gone: failed: the connection failed: the command was not found" in out
+    assert "fx: 15 tools" in out and "gone: failed: could not start: the command was not found" in out
+    assert "[mcp.command_not_found]" in out and "  next: Install it, or set `command`" in out
 
     code, out = _run("mcp", "refresh", "fx", "--home", home, "--json")
     assert code == 0 and json.loads(out)[0]["ok"] is True

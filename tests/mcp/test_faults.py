@@ -106,10 +106,13 @@ def test_slow_start_and_missing_servers(tmp_path: Path) -> None:
         inv = rt.invocation()
         assert "mcp__slow__echo" in inv.call_names()
         assert call(inv, "mcp__slow__echo", {"message": "late"}).content == "Echo: late"
-        diagnostics = {d.message.split("`")[1]: d for d in inv.diagnostics if d.code == "mcp.server_unavailable"}
+        diagnostics = {d.message.split("`")[1]: d for d in inv.diagnostics if d.code in (
+            "mcp.connect_timeout", "mcp.command_not_found", "mcp.connection_refused")}
         assert set(diagnostics) == {"too_slow", "missing", "nohttp"}
+        assert diagnostics["too_slow"].code == "mcp.connect_timeout"
         assert "handshake within 0.5 s" in diagnostics["too_slow"].message
-        assert "not found" in diagnostics["missing"].message
+        assert diagnostics["missing"].code == "mcp.command_not_found" and "not found" in diagnostics["missing"].message
+        assert diagnostics["nohttp"].code == "mcp.connection_refused"
         states = {s.name: s for s in rt.mcp.status()}  # type: ignore[union-attr]
         assert states["missing"].tools_total == 0 and states["missing"].error
         reports = {r.name: r for r in rt.mcp.refresh()}  # type: ignore[union-attr]
@@ -137,7 +140,7 @@ def test_missing_env_var_is_not_sent_and_a_diagnostic(tmp_path: Path, monkeypatc
     write_mcp_json(tmp_path, {"needs": fixture_server("--name", "${TOOLDECK_TEST_UNSET}")})
     with Runtime(tmp_path) as rt:
         inv = rt.invocation()
-        [problem] = [d for d in inv.diagnostics if d.code == "mcp.server_unavailable"]
+        [problem] = [d for d in inv.diagnostics if d.code == "mcp.config_env_missing"]
         assert "TOOLDECK_TEST_UNSET is not set" in problem.message and "args[2]" in problem.message
         monkeypatch.setenv("TOOLDECK_TEST_UNSET", "named")  # expanded at connect time: the next try works
         [report] = rt.mcp.refresh("needs")  # type: ignore[union-attr]

@@ -2,7 +2,9 @@
 
 from tooldeck.sources.mcp.config import McpConfig, ServerConfig, load
 from tooldeck.sources.mcp.errors import McpConfigError
-from tooldeck.sources.mcp.manager import McpManager, RefreshReport, ServerStatus, ToolInfo
+from tooldeck.sources.mcp.failures import Failure
+from tooldeck.sources.mcp.manager import McpManager
+from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
 
-__all__ = ["McpConfig", "McpConfigError", "McpManager", "RefreshReport", "ServerConfig", "ServerStatus", "ToolInfo",
-           "load"]
+__all__ = ["Failure", "McpConfig", "McpConfigError", "McpManager", "RefreshReport", "ServerConfig", "ServerStatus",
+           "ToolInfo", "load"]

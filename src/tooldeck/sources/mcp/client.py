@@ -3,8 +3,10 @@
 Runs only on the MCP background loop. The `Client` is entered and exited by one holder task (anyio
 task groups belong to the task that opened them); calls and listings are made from other tasks on
 the same loop. A dead connection (process exited, stream closed) is noticed on the next use and
-replaced; the holder swallows every failure of the server, so a crashing server never takes
-tooldeck down.
+replaced; the holder catches every failure of the server, so a crashing server never takes
+tooldeck down, and turns it into a `Failure` (`failures.classify`) with the evidence this
+connection gathered: the HTTP replies (a response hook, since the SDK keeps no status), the stdout
+lines that were not MCP, and the end of the process's stderr (`<home>/mcp/logs/<registration>.log`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +24,27 @@ from typing import IO, Any
 
 import httpx2
 import mcp_types as types
+import orjson
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from tooldeck.sources.mcp.catalog import MAX_PAGES, MAX_TOOLS
+from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.config import Endpoint
-from tooldeck.sources.mcp.errors import ConnectFailed
+from tooldeck.sources.mcp.evidence import (
+    STDERR_READ_BYTES,
+    Evidence,
+    HttpReply,
+    last_lines,
+    plain_success,
+    shown_url,
+)
+from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Stage, Target, describe
 
 log = logging.getLogger("tooldeck.mcp")
 
@@ -50,44 +66,77 @@ class ListingFailed(Exception):
     pass
 
 
-def describe(exc: BaseException) -> str:
-    """A one-line reason for a failure, looking through exception groups."""
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = [describe(e) for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
-        return "; ".join(dict.fromkeys(leaves)) or "cancelled"
-    if isinstance(exc, ConnectFailed):
-        return exc.message
-    if isinstance(exc, FileNotFoundError):
-        return f"the command was not found ({exc.filename or exc})"
-    if isinstance(exc, PermissionError):
-        return f"the command is not executable ({exc.filename or exc})"
-    if isinstance(exc, httpx2.ConnectError):
-        return f"the HTTP connection failed ({exc})"
-    if isinstance(exc, httpx2.HTTPError):
-        return f"HTTP error: {exc}"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _jsonrpc_method(request: httpx2.Request) -> str:
+    """The JSON-RPC method a POST carries (read from its already-encoded body), or ""."""
+    try:
+        body = request.content
+        if len(body) > 64 * 1024:
+            return ""
+        data = orjson.loads(body)
+    except (httpx2.RequestNotRead, orjson.JSONDecodeError):
+        return ""
+    method = data.get("method") if isinstance(data, dict) else None
+    return method if isinstance(method, str) else ""
+
+
+def _observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """An httpx response hook that keeps what each MCP POST got: status, content type, challenge, location."""
+
+    async def observe(response: httpx2.Response) -> None:
+        request = response.request
+        if request.method != "POST":  # the GET event stream may be refused (405) by servers without one
+            return
+        try:
+            headers = response.headers
+            status, content_type = response.status_code, headers.get("content-type", "")
+            if plain_success(status, content_type):  # every call's path: no parsing, no allocation
+                evidence.succeeded()
+                return
+            evidence.add_reply(HttpReply(
+                _jsonrpc_method(request), shown_url(str(request.url)), status, response.reason_phrase, content_type,
+                ", ".join(headers.get_list("www-authenticate")), headers.get("location", "")))
+        except Exception:  # observing must never break a request
+            log.debug("could not record an HTTP reply", exc_info=True)
+
+    return observe
 
 
 @asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float) -> AsyncIterator[Any]:
+async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
+                          evidence: Evidence) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
-    async with (httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+    async with (httpx2.AsyncClient(headers=headers, timeout=timeout,
+                                   event_hooks={"response": [_observer(evidence)]}) as http,
                 streamable_http_client(url, http_client=http) as streams):
         yield streams
 
 
+def _raw_line(exc: Exception) -> str:
+    """The stdout line behind a parse error of the stdio transport (pydantic keeps it as the input)."""
+    if isinstance(exc, ValidationError):
+        for error in exc.errors(include_url=False):
+            if isinstance(error.get("input"), str):
+                return error["input"]
+    return describe(exc)
+
+
 class ServerConnection:
     def __init__(self, name: str, endpoint: Endpoint, *, protocol: str, log_path: Path, connect_timeout: float,
-                 on_tools_changed: Callable[[], None]) -> None:
+                 on_tools_changed: Callable[[], None], target: Target | None = None) -> None:
         self.name = name
         self.connect_timeout = connect_timeout
         self.endpoint = endpoint
         self.protocol = protocol
         self.log_path = log_path
         self.on_tools_changed = on_tools_changed
+        self.target = target or Target(name, "", endpoint.transport, endpoint.command or endpoint.url or "",
+                                       endpoint.command, endpoint.cwd, endpoint.url, False, connect_timeout,
+                                       str(log_path))
         self.client: Client | None = None
-        self.last_error: str | None = None
+        self.failure: Failure | None = None
+        """The last failure of this connection (its handshake, or the session ending by itself)."""
+        self.evidence = Evidence()
+        self._stderr_from: int | None = None
         self.connects = 0
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -109,7 +158,7 @@ class ServerConnection:
         holder = self._holder
         if holder is not None and not holder.done() and self.client is None and not holder.cancelling():
             return "connecting"
-        return "failed" if self.last_error else "idle"
+        return "failed" if self.failure else "idle"
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def connect(self, timeout: float) -> Client:
@@ -119,6 +168,7 @@ class ServerConnection:
                 assert self.client is not None
                 return self.client
             await self._teardown()
+            self.evidence.clear()
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[Client] = loop.create_future()
             stop = self._stop = asyncio.Event()
@@ -131,13 +181,13 @@ class ServerConnection:
                 # connect waits for that before starting a new one.
                 ready.cancel()
                 self._holder.cancel()
-                self.last_error = f"the server did not complete the MCP handshake within {timeout:g} s"
-                raise ConnectFailed(self.last_error) from None
+                self.failure = self.classify(TimeoutError(f"no MCP handshake within {timeout:g} s"), "connect")
+                raise ConnectFailed(self.failure) from None
             except ConnectFailed as exc:
-                self.last_error = exc.message
+                self.failure = exc.failure
                 raise
             self.connects += 1
-            self.last_error = None
+            self.failure = None
             return client
 
     async def close(self) -> None:
@@ -159,12 +209,40 @@ class ServerConnection:
             holder.cancel()
             await asyncio.wait({holder}, timeout=_SHUTDOWN_WAIT_S)
 
-    def _transport(self, errlog: IO[str]) -> Any:
+    def classify(self, exc: BaseException, stage: Stage) -> Failure:
+        """What `exc` means for this server, with the evidence this connection gathered."""
+        self.evidence.stderr[:] = self._stderr_tail()
+        return classify(exc, self.evidence, self.target, stage)
+
+    def _stderr_tail(self) -> list[str]:
+        """The last lines the server process wrote on stderr since this connection started it."""
+        if self.endpoint.transport != "stdio" or self._stderr_from is None:
+            return []
+        try:
+            with self.log_path.open("rb") as fh:
+                end = fh.seek(0, os.SEEK_END)
+                start = max(self._stderr_from, end - STDERR_READ_BYTES)
+                fh.seek(start)
+                return last_lines(fh.read(end - start))
+        except OSError:
+            return []
+
+    def _open_errlog(self) -> IO[str]:
+        """The server's stderr log, with a line that marks where this start begins."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        errlog = self.log_path.open("a", encoding="utf-8", errors="replace")
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+        errlog.write(f"--- {stamp} tooldeck starts: {self.target.command_line}\n")
+        errlog.flush()
+        self._stderr_from = os.fstat(errlog.fileno()).st_size
+        return errlog
+
+    def _transport(self, errlog: IO[str] | None) -> Any:
         ep = self.endpoint
         if ep.transport == "http":
             assert ep.url is not None
-            return _http_transport(ep.url, dict(ep.headers), self.connect_timeout)
-        assert ep.command is not None
+            return _http_transport(ep.url, dict(ep.headers), self.connect_timeout, self.evidence)
+        assert ep.command is not None and errlog is not None
         params = StdioServerParameters(command=ep.command, args=list(ep.args), env=dict(ep.env) or None, cwd=ep.cwd)
         return stdio_client(params, errlog=errlog)
 
@@ -173,8 +251,8 @@ class ServerConnection:
         errlog: IO[str] | None = None
         listen: asyncio.Task[None] | None = None
         try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            errlog = self.log_path.open("a", encoding="utf-8", errors="replace")
+            if self.endpoint.transport == "stdio":
+                errlog = self._open_errlog()
             client = Client(self._transport(errlog), mode=self.protocol, cache=None, client_info=CLIENT_INFO,
                             message_handler=self._on_message)
             async with client:
@@ -186,11 +264,11 @@ class ServerConnection:
                     listen = asyncio.get_running_loop().create_task(self._listen(client))
                 await stop.wait()
         except BaseException as exc:  # the server's failures end here, whatever they are
-            reason = describe(exc)
             if not ready.done():
-                ready.set_exception(ConnectFailed(reason))
+                ready.set_exception(ConnectFailed(self.classify(exc, "connect")))
             elif not stop.is_set() and not isinstance(exc, asyncio.CancelledError):
-                self.last_error = f"the connection failed: {reason}"
+                self.failure = self.classify(exc, "session")
+                log.warning("%s [%s]", self.failure.text, self.failure.code)
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
         finally:
@@ -211,21 +289,25 @@ class ServerConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.on_tools_changed()
-        elif isinstance(message, Exception):
+        elif isinstance(message, Exception):  # a stdout line that is not JSON-RPC, or a broken SSE event
+            self.evidence.add_noise(_raw_line(message))
             log.debug("MCP server %s: transport message: %s", self.name, describe(message))
 
     # -- requests ---------------------------------------------------------------------------------
     async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
         client = self.client
         if client is None:
-            raise ConnectFailed("the connection closed before the request was sent")
+            raise ConnectFailed(self.classify(MCPError(CONNECTION_CLOSED, "the connection closed before the request "
+                                                       "was sent"), "session"))
         return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
 
     async def list_tools(self, timeout: float) -> Listing:
         """Every page of tools/list (at most 32 pages), as raw tool objects with wire field names."""
         client = self.client
         if client is None:
-            raise ConnectFailed("the connection closed before the listing was requested")
+            raise ConnectFailed(self.classify(MCPError(CONNECTION_CLOSED, "the connection closed before the listing "
+                                                       "was requested"), "session"))
+        self.evidence.replies.clear()
         tools: list[dict[str, Any]] = []
         notes: list[str] = []
         cursor: str | None = None

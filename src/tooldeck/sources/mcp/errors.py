@@ -18,6 +18,7 @@ CALL_OUTCOME_UNKNOWN = "mcp.call_outcome_unknown"
 
 # Diagnostics (what the host sees when it prepares an invocation or runs `tooldeck mcp`).
 SERVER_UNAVAILABLE = "mcp.server_unavailable"
+"""A server could not be used and the cause fits none of the failure codes below (the message says why)."""
 SERVER_PAUSED = "mcp.server_paused"
 SERVER_NOT_DISCOVERED = "mcp.server_not_discovered"
 TOOL_SCHEMA_INVALID = "mcp.tool_schema_invalid"
@@ -27,6 +28,30 @@ TOOL_LIMIT_EXCEEDED = "mcp.tool_limit_exceeded"
 PAGE_LIMIT_EXCEEDED = "mcp.page_limit_exceeded"
 LISTING_INVALID = "mcp.listing_invalid"
 CATALOG_CACHE_INVALID = "mcp.catalog_cache_invalid"
+
+# Why a server could not be started, reached, greeted or listed (`failures.classify`); each is the code of
+# the server's diagnostic, of `tooldeck mcp list`'s `failure`, and the `cause` of a `mcp.not_sent` result.
+CWD_NOT_FOUND = "mcp.cwd_not_found"
+COMMAND_NOT_FOUND = "mcp.command_not_found"
+COMMAND_NOT_EXECUTABLE = "mcp.command_not_executable"
+SPAWN_FAILED = "mcp.spawn_failed"
+PROCESS_EXITED = "mcp.process_exited"
+NOT_MCP = "mcp.not_mcp"
+AUTH_REQUIRED = "mcp.auth_required"
+AUTH_FORBIDDEN = "mcp.auth_forbidden"
+HTTP_REDIRECT = "mcp.http_redirect"
+HTTP_NOT_FOUND = "mcp.http_not_found"
+HTTP_SERVER_ERROR = "mcp.http_server_error"
+HTTP_ERROR = "mcp.http_error"
+DNS_FAILED = "mcp.dns_failed"
+CONNECTION_REFUSED = "mcp.connection_refused"
+TLS_FAILED = "mcp.tls_failed"
+CONNECT_TIMEOUT = "mcp.connect_timeout"
+NETWORK_ERROR = "mcp.network_error"
+PROTOCOL_INCOMPATIBLE = "mcp.protocol_incompatible"
+CONNECTION_LOST = "mcp.connection_lost"
+LISTING_FAILED = "mcp.listing_failed"
+HANDSHAKE_FAILED = "mcp.handshake_failed"
 
 # Configuration.
 CONFIG_UNREADABLE = "mcp.config_unreadable"
@@ -40,12 +65,3 @@ UNKNOWN_SERVER = "mcp.unknown_server"
 
 class McpConfigError(TooldeckError, ValueError):
     """The MCP configuration (tooldeck.toml `[mcp]` or mcp.json) is wrong; the message names file and key."""
-
-
-class ConnectFailed(Exception):
-    """Connecting to a server failed before any tool request was sent."""
-
-    def __init__(self, message: str, code: str = NOT_SENT) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code

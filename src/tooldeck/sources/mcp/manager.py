@@ -8,6 +8,10 @@
 - Servers are discovered when the runtime opens if they have no cached catalog yet (waiting at most
   `startup_wait_s`), on `tooldeck mcp refresh`, after every (re)connect, and on
   `notifications/tools/list_changed`.
+- A failure to start, reach or list a server is classified (`classify.py`) into a code, a cause and
+  the next step; it is kept on the server's state, written to `<home>/mcp/failures/` for other
+  processes, logged (logger `tooldeck.mcp`, once per change), shown in diagnostics and
+  `tooldeck mcp list`, and explains the gate's unknown-tool message for that server's call names.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import logging
+import shlex
 import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,97 +38,37 @@ from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.ids import SourceKind, ToolId
 from tooldeck.core.results import ToolOutput
 from tooldeck.naming import mcp_model_name
-from tooldeck.records.registrations import Registration, RegistrationStore
+from tooldeck.records.registrations import RegistrationStore
 from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
-from tooldeck.sources.mcp.client import ListingFailed, ServerConnection, describe
+from tooldeck.sources.mcp import failure_store
+from tooldeck.sources.mcp.classify import classify
+from tooldeck.sources.mcp.client import ServerConnection
 from tooldeck.sources.mcp.content import SaveTarget, result_output
 from tooldeck.sources.mcp.errors import (
+    AUTH_FORBIDDEN,
+    AUTH_REQUIRED,
     LISTING_INVALID,
     PAGE_LIMIT_EXCEEDED,
-    SERVER_NOT_DISCOVERED,
-    SERVER_PAUSED,
-    SERVER_UNAVAILABLE,
     UNKNOWN_SERVER,
-    ConnectFailed,
     McpConfigError,
 )
+from tooldeck.sources.mcp.evidence import Evidence
+from tooldeck.sources.mcp.explain import explain_unknown, server_diagnostics
+from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Target, describe
 from tooldeck.sources.mcp.loop import BackgroundLoop
-from tooldeck.sources.mcp.outcomes import not_sent, outcome_unknown, server_error, unsupported
+from tooldeck.sources.mcp.outcomes import not_sent, outcome_unknown, refused, server_error, unsupported
+from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
+from tooldeck.sources.mcp.state import ServerState
 
 if TYPE_CHECKING:
     from tooldeck.gate import GateTable
 
+log = logging.getLogger("tooldeck.mcp")
+
 _MUTATING = ToolAnnotations(mutating=True)  # MCP annotations are untrusted: assume a call may change state
 _CALL_GRACE_S = 1.0
 _CLOSE_TIMEOUT_S = 15.0
-
-
-@dataclass(slots=True)
-class ServerState:
-    config: cfg.ServerConfig
-    registration: Registration
-    catalog: cat.ServerCatalog | None = None
-    cache_problem: Diagnostic | None = None
-    connection: ServerConnection | None = None
-    error: str | None = None
-    """The last connect or discovery failure (cleared by the next success)."""
-    listed_connect: int = -1
-    """The connection generation whose listing is in `catalog` (a reconnect lists again before calling)."""
-    refresh_task: asyncio.Task[Any] | None = None
-    refresh_again: bool = False
-    refreshes: int = 0
-
-    @property
-    def rid(self) -> str:
-        return self.registration.registration_id
-
-
-@dataclass(frozen=True, slots=True)
-class ToolInfo:
-    """One tool of one server, as `tooldeck mcp tools` shows it."""
-
-    tool_id: str
-    name: str
-    model_name: str
-    permission: cfg.Permission
-    description: str
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStatus:
-    name: str
-    registration_id: str
-    transport: str
-    endpoint: str
-    paused: bool
-    state: str
-    tools_total: int
-    tools_offered: int
-    fetched_at: float | None
-    error: str | None
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "registration_id": self.registration_id, "transport": self.transport,
-                "endpoint": self.endpoint, "paused": self.paused, "state": self.state,
-                "tools_total": self.tools_total, "tools_offered": self.tools_offered, "fetched_at": self.fetched_at,
-                "error": self.error, "diagnostics": [d.to_dict() for d in self.diagnostics]}
-
-
-@dataclass(frozen=True, slots=True)
-class RefreshReport:
-    name: str
-    ok: bool
-    tools: int
-    added: list[str]
-    removed: list[str]
-    error: str | None
-    diagnostics: list[Diagnostic]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "tools": self.tools, "added": self.added, "removed": self.removed,
-                "error": self.error, "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
 
 class McpManager:
@@ -136,6 +81,7 @@ class McpManager:
         self.home = Path(home)
         self.config = config
         self.catalog_dir = self.home / "mcp" / "catalogs"
+        self.failure_dir = self.home / "mcp" / "failures"
         self.log_dir = self.home / "mcp" / "logs"
         store = registrations or RegistrationStore(self.home / "records.sqlite")
         servers = list(config.servers.values())
@@ -146,6 +92,7 @@ class McpManager:
             state = ServerState(server, reg)
             state.catalog, state.cache_problem = cat.load_cache(self.catalog_dir, reg.registration_id,
                                                                 server.endpoint_key())
+            state.failure = failure_store.load(self.failure_dir, reg.registration_id, server.endpoint_key())
             self._servers[server.name] = state
             self._by_rid[reg.registration_id] = state
         self._lock = threading.Lock()
@@ -198,7 +145,7 @@ class McpManager:
     def diagnostics(self) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         for state in self._servers.values():
-            out.extend(self._server_diagnostics(state))
+            out.extend(server_diagnostics(state))
         return out
 
     def resolve(self, tool_id: ToolId) -> Executable | None:
@@ -218,6 +165,18 @@ class McpManager:
         parsed = ToolId.parse(tool_id)
         state = self._by_rid.get(parsed.source_id) if parsed.provider.startswith("mcp/") else None
         return self.config.permission_for(state.config, parsed.name) if state else None
+
+    def prepare_gate(self, table: GateTable) -> None:
+        """Everything the MCP source adds to a gate table: `ask` permissions, and the reason a call name of one
+        of its servers is missing (for the unknown-tool message)."""
+        self.narrow_permissions(table)
+        table.explain_unknown.append(self.explain_unknown)
+
+    def explain_unknown(self, call_name: str) -> str | None:
+        """Why a model-facing name `mcp__<server>__…` is not callable, when its server's state is the reason
+        (not started, failed, paused, tool turned off); None when it is not one of ours."""
+        return explain_unknown(self._servers.values(), call_name,
+                               lambda state, tool: self.config.permission_for(state.config, tool))
 
     def narrow_permissions(self, table: GateTable) -> None:
         """Map MCP `ask` into the gate: an `ask` tool goes through the confirmation callback even when the
@@ -245,11 +204,17 @@ class McpManager:
             total = len(state.catalog.tools) if state.catalog else 0
             offered = sum(1 for d in self._offered if d.id.source_id == state.rid)
             conn_state = state.connection.state if state.connection else "idle"
-            shown = "paused" if c.paused else conn_state if conn_state != "idle" else \
-                "cached" if state.catalog else "not discovered"
+            if c.paused:
+                shown = "paused"
+            elif conn_state in ("connected", "connecting"):
+                shown = conn_state
+            elif state.failure is not None:
+                shown = "failed"
+            else:
+                shown = "cached" if state.catalog else "not discovered"
             out.append(ServerStatus(c.name, state.rid, c.transport, c.endpoint_text(), c.paused, shown, total, offered,
                                     state.catalog.fetched_at if state.catalog else None, state.error,
-                                    self._server_diagnostics(state)))
+                                    server_diagnostics(state), state.failure))
         return out
 
     def tools(self, name: str) -> list[ToolInfo]:
@@ -334,30 +299,40 @@ class McpManager:
             annotations=_MUTATING, model_name=mcp_model_name(server, tid.name),
         )
 
-    def _server_diagnostics(self, state: ServerState) -> list[Diagnostic]:
+    # -- failures ---------------------------------------------------------------------------------
+    def _target(self, state: ServerState, cwd: str | None = None) -> Target:
         c = state.config
-        out: list[Diagnostic] = []
-        if state.cache_problem is not None:
-            out.append(state.cache_problem)
-        if c.paused:
-            out.append(Diagnostic(SERVER_PAUSED, f"MCP server `{c.name}` is paused in {c.source}; its tools are not "
-                                  "offered. Set `paused = false` to use them."))
-            return out
-        if state.catalog is None:
-            if state.error:
-                out.append(Diagnostic(SERVER_UNAVAILABLE, f"MCP server `{c.name}` could not be discovered: "
-                                      f"{state.error}. Its tools are not offered; fix the server or its entry in "
-                                      f"{c.source}, then run `tooldeck mcp refresh {c.name}`."))
-            else:
-                out.append(Diagnostic(SERVER_NOT_DISCOVERED, f"MCP server `{c.name}` has not been discovered yet; "
-                                      f"its tools are not offered. Run `tooldeck mcp refresh {c.name}`."))
-            return out
-        if state.error:
-            out.append(Diagnostic(SERVER_UNAVAILABLE, f"MCP server `{c.name}`: {state.error}. Its tools come from the "
-                                  "catalog cached at " + time.strftime("%Y-%m-%d %H:%M:%S UTC",
-                                                                       time.gmtime(state.catalog.fetched_at)) + "."))
-        out.extend(state.catalog.diagnostics)
-        return out
+        line = shlex.join([c.command, *c.args]) if c.command is not None else c.endpoint_text()
+        return Target(c.name, c.source, c.transport, line, c.command, cwd or c.cwd, c.url,
+                      any(k.lower() == "authorization" for k in c.headers), c.connect_timeout_s,
+                      str(self.log_dir / f"{state.rid}.log"))
+
+    def _failed(self, state: ServerState, failure: Failure, *, persist: bool = True) -> None:
+        """Keep, log (once per change) and persist a server's failure."""
+        state.failure = failure
+        key = (failure.code, failure.summary)
+        if state.logged != key:
+            state.logged = key
+            log.warning("%s [%s] %s", failure.text, failure.code, failure.advice)
+        if persist:
+            try:
+                failure_store.save(self.failure_dir, state.rid, state.config.endpoint_key(), failure)
+            except OSError as exc:
+                log.warning("MCP server `%s`: the failure record could not be written (%s); other processes will not "
+                            "see it", state.config.name, exc)
+
+    def _recovered(self, state: ServerState) -> None:
+        if state.logged is not None:
+            log.info("MCP server `%s` works again: %d tools listed", state.config.name,
+                     len(state.catalog.tools) if state.catalog else 0)
+        had = state.failure is not None
+        state.failure, state.logged = None, None
+        if had:
+            try:
+                failure_store.clear(self.failure_dir, state.rid)
+            except OSError as exc:
+                log.warning("MCP server `%s`: the stale failure record could not be removed (%s)", state.config.name,
+                            exc)
 
     # -- discovery (MCP loop) ---------------------------------------------------------------------
     def _connection(self, state: ServerState) -> ServerConnection:
@@ -366,15 +341,20 @@ class McpManager:
             state.connection = ServerConnection(
                 state.config.name, endpoint, protocol=state.config.protocol,
                 log_path=self.log_dir / f"{state.rid}.log", connect_timeout=state.config.connect_timeout_s,
-                on_tools_changed=lambda: self._tools_changed(state))
+                on_tools_changed=lambda: self._tools_changed(state), target=self._target(state, endpoint.cwd))
         return state.connection
 
     async def _connect(self, state: ServerState) -> ServerConnection:
+        """The live connection, (re)connecting first. Raises ConnectFailed, with the failure already recorded."""
         try:
-            conn = self._connection(state)
-        except McpConfigError as exc:
-            raise ConnectFailed(exc.message) from exc
-        await conn.connect(state.config.connect_timeout_s)
+            try:
+                conn = self._connection(state)
+            except McpConfigError as exc:
+                raise ConnectFailed(classify(exc, Evidence(), self._target(state))) from exc
+            await conn.connect(state.config.connect_timeout_s)
+        except ConnectFailed as exc:
+            self._failed(state, exc.failure)
+            raise
         return conn
 
     async def _refresh(self, state: ServerState) -> RefreshReport:
@@ -382,23 +362,23 @@ class McpManager:
         before = set(state.catalog.names) if state.catalog else set()
         try:
             conn = await self._connect(state)
-        except ConnectFailed as exc:
-            state.error = f"the connection failed: {exc.message}"
-            return RefreshReport(name, False, len(before), [], [], state.error, self._server_diagnostics(state))
+        except ConnectFailed:
+            return RefreshReport(name, False, len(before), [], [], state.error, server_diagnostics(state),
+                                 state.failure)
         await self._list(state, conn)
         after = set(state.catalog.names) if state.catalog else set()
-        return RefreshReport(name, state.error is None, len(after), sorted(after - before), sorted(before - after),
-                             state.error, self._server_diagnostics(state))
+        return RefreshReport(name, state.failure is None, len(after), sorted(after - before),
+                             sorted(before - after), state.error, server_diagnostics(state), state.failure)
 
     async def _list(self, state: ServerState, conn: ServerConnection) -> None:
         generation = conn.connects
         try:
             listing = await conn.list_tools(state.config.connect_timeout_s)
-        except TimeoutError:
-            state.error = f"tools/list did not answer within {state.config.connect_timeout_s:g} s"
+        except ConnectFailed as exc:
+            self._failed(state, exc.failure)
             return
-        except (ListingFailed, ConnectFailed, MCPError, ValidationError, Exception) as exc:
-            state.error = f"tools/list failed: {describe(exc)}"
+        except Exception as exc:
+            self._failed(state, conn.classify(exc, "list"))
             return
         kept, problems = cat.validate_tools(listing.tools, state.rid, state.config.name)
         for note in listing.notes:
@@ -411,9 +391,10 @@ class McpManager:
         except OSError as exc:
             problems.append(Diagnostic(LISTING_INVALID, f"the MCP catalog cache could not be written ({exc}); the "
                                        "tools are offered from memory until the runtime closes"))
-        state.catalog, state.cache_problem, state.error = catalog, None, None
+        state.catalog, state.cache_problem = catalog, None
         state.listed_connect = generation
         state.refreshes += 1
+        self._recovered(state)
         self._rebuild()
 
     def _tools_changed(self, state: ServerState) -> None:
@@ -425,9 +406,8 @@ class McpManager:
         async def run() -> None:
             while True:
                 state.refresh_again = False
-                with contextlib.suppress(Exception):
-                    conn = await self._connect(state)
-                    await self._list(state, conn)
+                with contextlib.suppress(Exception):  # a failure is recorded by _refresh itself
+                    await self._refresh(state)
                 if not state.refresh_again:
                     return
 
@@ -472,9 +452,7 @@ class McpManager:
         try:
             conn = await self._connect(state)
         except ConnectFailed as exc:
-            state.error = f"the connection failed: {exc.message}"
-            return not_sent(server, native, "connect_failed", f"the connection failed ({exc.message})",
-                            "Try again later, or use another tool.")
+            return _connect_failed(server, native, exc.failure)
         if state.listed_connect != conn.connects:
             await self._list(state, conn)  # a fresh session: check the tool is still there, learn output schemas
             if state.catalog is not None and native not in state.catalog.names:
@@ -484,14 +462,21 @@ class McpManager:
             async with asyncio.timeout(timeout + _CALL_GRACE_S):
                 result = await conn.call_tool(native, args, timeout)
         except ConnectFailed as exc:
-            return not_sent(server, native, "connect_failed", exc.message, "Try again later, or use another tool.")
+            self._failed(state, exc.failure, persist=False)
+            return _connect_failed(server, native, exc.failure)
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
-                state.error = "the connection closed during a call"
-                return outcome_unknown(server, native, "the connection closed before the answer came "
-                                       f"({exc.error.message})")
+                lost = conn.classify(exc, "session")
+                self._failed(state, lost, persist=False)
+                return outcome_unknown(server, native, f"the connection closed before the answer came ({lost.summary})")
             if exc.code == REQUEST_TIMEOUT:
                 return outcome_unknown(server, native, f"no answer came within {timeout:g} s")
+            reply = conn.evidence.decisive_reply()
+            if reply is not None and reply.method == "tools/call" and reply.status in (401, 403):
+                failure = conn.classify(exc, "session")  # the credentials were refused before the tool ran
+                if failure.code in (AUTH_REQUIRED, AUTH_FORBIDDEN):
+                    self._failed(state, failure)
+                    return refused(server, native, failure)
             return server_error(server, native, exc.code, exc.error.message, exc.error.data)
         except TimeoutError:
             return outcome_unknown(server, native, f"no answer came within {timeout:g} s")
@@ -506,6 +491,11 @@ class McpManager:
         except Exception as exc:
             return outcome_unknown(server, native, f"the transport failed ({describe(exc)})")
         return result_output(result, target)
+
+
+def _connect_failed(server: str, native: str, failure: Failure) -> ToolOutput:
+    return not_sent(server, native, "connect_failed", f"the server {failure.summary}", failure.model_advice(),
+                    cause=failure.to_dict())
 
 
 def _call_timeout(server_timeout: float, ctx: CallContext) -> float:

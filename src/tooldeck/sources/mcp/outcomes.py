@@ -3,7 +3,10 @@
 Outcome classes (TauriTavern §7):
 - known response: a tool result (`isError` → `mcp.tool_error`), a JSON-RPC error (`mcp.server_error`)
   or an invalid reply (`mcp.unsupported_response`); all recoverable.
-- not sent: no request left tooldeck (`mcp.not_sent`); recoverable and safe to repeat.
+- not sent: no request left tooldeck (`mcp.not_sent`, with the server's failure as `cause` when it
+  could not be connected); recoverable and safe to repeat.
+- refused: the HTTP server refused the call's credentials (`mcp.auth_required`, `mcp.auth_forbidden`);
+  the tool did not run.
 - outcome unknown: the request was sent and no answer came (`mcp.call_outcome_unknown`); the tool may
   have run, the call is never retried, and the records mark it `outcome_unknown`.
 """
@@ -14,14 +17,28 @@ from typing import Any
 
 from tooldeck.core.results import ToolOutput
 from tooldeck.sources.mcp.errors import CALL_OUTCOME_UNKNOWN, NOT_SENT, SERVER_ERROR, UNSUPPORTED_RESPONSE
+from tooldeck.sources.mcp.failures import Failure
 
 OUTCOME_UNKNOWN_SENTENCE = "The MCP tool may have executed; this call will not be retried."
 
 
-def not_sent(server: str, tool: str, reason: str, detail: str, advice: str) -> ToolOutput:
+def not_sent(server: str, tool: str, reason: str, detail: str, advice: str,
+             cause: dict[str, Any] | None = None) -> ToolOutput:
+    """`cause`: the server's failure (`Failure.to_dict()`) when the connection could not be made."""
     message = f"No request was sent to MCP server `{server}` for `{tool}`: {detail}. Nothing was run. {advice}"
-    structured = {"error": {"code": NOT_SENT, "message": message, "reason": reason, "server": server, "tool": tool}}
-    return ToolOutput.error(NOT_SENT, message, structured)
+    error: dict[str, Any] = {"code": NOT_SENT, "message": message, "reason": reason, "server": server, "tool": tool}
+    if cause is not None:
+        error["cause"] = cause
+    return ToolOutput.error(NOT_SENT, message, {"error": error})
+
+
+def refused(server: str, tool: str, failure: Failure) -> ToolOutput:
+    """The server refused the call's credentials (HTTP 401/403) before the tool ran."""
+    message = (f"MCP server `{server}` refused the call to `{tool}`: it {failure.summary}. The tool did not run. "
+               f"{failure.model_advice()}")
+    structured = {"error": {"code": failure.code, "message": message, "server": server, "tool": tool,
+                            "cause": failure.to_dict()}}
+    return ToolOutput.error(failure.code, message, structured)
 
 
 def outcome_unknown(server: str, tool: str, why: str) -> ToolOutput:

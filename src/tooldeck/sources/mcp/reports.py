@@ -1,0 +1,64 @@
+"""What `tooldeck mcp list | tools | refresh` (and hosts) get back from the MCP manager: plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooldeck.catalog.sources import Diagnostic
+from tooldeck.sources.mcp import config as cfg
+from tooldeck.sources.mcp.failures import Failure
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """One tool of one server, as `tooldeck mcp tools` shows it."""
+
+    tool_id: str
+    name: str
+    model_name: str
+    permission: cfg.Permission
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    name: str
+    registration_id: str
+    transport: str
+    endpoint: str
+    paused: bool
+    state: str
+    """`paused`, `connected`, `connecting`, `failed` (the last attempt failed: see `failure`), `cached` (tools
+    from the cached catalog, no connection in this process) or `not discovered` (never tried)."""
+    tools_total: int
+    tools_offered: int
+    fetched_at: float | None
+    error: str | None
+    """The cause of the last failure (`failure.summary`), or None."""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    failure: Failure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "registration_id": self.registration_id, "transport": self.transport,
+                "endpoint": self.endpoint, "paused": self.paused, "state": self.state,
+                "tools_total": self.tools_total, "tools_offered": self.tools_offered, "fetched_at": self.fetched_at,
+                "error": self.error, "failure": self.failure.to_dict() if self.failure else None,
+                "diagnostics": [d.to_dict() for d in self.diagnostics]}
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshReport:
+    name: str
+    ok: bool
+    tools: int
+    added: list[str]
+    removed: list[str]
+    error: str | None
+    diagnostics: list[Diagnostic]
+    failure: Failure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "tools": self.tools, "added": self.added, "removed": self.removed,
+                "error": self.error, "failure": self.failure.to_dict() if self.failure else None,
+                "diagnostics": [d.to_dict() for d in self.diagnostics]}

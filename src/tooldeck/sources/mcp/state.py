@@ -1,0 +1,45 @@
+"""What the MCP manager knows about one configured server (lives on the manager; mutated on the MCP loop)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from tooldeck.catalog.sources import Diagnostic
+from tooldeck.records.registrations import Registration
+from tooldeck.sources.mcp import catalog as cat
+from tooldeck.sources.mcp import config as cfg
+from tooldeck.sources.mcp.client import ServerConnection
+from tooldeck.sources.mcp.failures import Failure
+
+
+@dataclass(slots=True)
+class ServerState:
+    config: cfg.ServerConfig
+    registration: Registration
+    catalog: cat.ServerCatalog | None = None
+    cache_problem: Diagnostic | None = None
+    connection: ServerConnection | None = None
+    failure: Failure | None = None
+    """The last connect or discovery failure, cleared by the next success. Loaded from disk when the manager
+    opens (`failure_store`), so a process that tried nothing yet still knows why the server was down."""
+    logged: tuple[str, str] | None = None
+    """(code, summary) of the failure this process last logged at warning level (to log each change once)."""
+    listed_connect: int = -1
+    """The connection generation whose listing is in `catalog` (a reconnect lists again before calling)."""
+    refresh_task: asyncio.Task[Any] | None = None
+    refresh_again: bool = False
+    refreshes: int = 0
+
+    @property
+    def rid(self) -> str:
+        return self.registration.registration_id
+
+    @property
+    def error(self) -> str | None:
+        return self.failure.summary if self.failure is not None else None
+
+    @property
+    def connecting(self) -> bool:
+        return self.connection is not None and self.connection.state == "connecting"
