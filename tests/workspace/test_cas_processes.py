@@ -20,8 +20,6 @@ import pytest
 import tooldeck
 from tests.workspace.conftest import Model
 from tooldeck.catalog.profile import WorkspaceRoots
-from tooldeck.workspace.locks import LOCKS_DIR, lock_name
-from tooldeck.workspace.store import ANY, WorkspaceStore
 
 PROCESSES = 3
 ROUNDS = 80
@@ -102,6 +100,8 @@ HOLDER = textwrap.dedent('''
 
 
 def test_the_lock_dies_with_its_process(tmp_path: Path) -> None:
+    from tooldeck.workspace.store import ANY, WorkspaceStore
+
     root = _seed(tmp_path / "home")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root)], stdout=subprocess.PIPE, text=True, env=env)
@@ -123,6 +123,8 @@ def test_the_lock_dies_with_its_process(tmp_path: Path) -> None:
 
 
 def test_lock_files_stay_hidden_and_go_with_removed_files(model: Model) -> None:
+    from tooldeck.workspace.locks import LOCKS_DIR, lock_name
+
     model.ok("write_file", path="output/a.md", content="one")
     model.ok("write_file", path="output/a.md", content="two", mode="append")
     locks = model.root / LOCKS_DIR
