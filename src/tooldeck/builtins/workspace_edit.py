@@ -60,7 +60,7 @@ def write_file(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     content: str = args["content"]
     store, policy = workspace(ctx)
     loc = store.locate(policy, args["path"], write=True)
-    if mode == "replace" and len(content) > MAX_FILE_BYTES // 4:  # shorter ones cannot reach the limit
+    if len(content) > MAX_FILE_BYTES // 4:  # shorter ones cannot reach the limit (a character is <= 4 bytes)
         check_size(loc, utf8_size(content))
     data = encoded(content, "content")
     swap = _replace(store, loc, data, content) if mode == "replace" else _append(store, loc, data, content)
@@ -96,7 +96,7 @@ def _replace(store: WorkspaceStore, loc: Location, data: bytes, content: str) ->
 def _append(store: WorkspaceStore, loc: Location, data: bytes, content: str) -> Swap:
     for _ in range(_APPEND_ATTEMPTS):
         try:
-            swap = store.swap(loc, ANY, lambda old: _appended(loc, old, data))
+            swap = store.swap(loc, ANY, lambda old: _appended(loc, old, data), size=lambda now: now + len(data))
             break
         except CasConflict:
             continue  # the file appeared between the read and the link; append to it now

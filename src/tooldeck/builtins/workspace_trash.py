@@ -64,12 +64,15 @@ def _restore_removed(store: WorkspaceStore, loc: Location) -> ToolOutput:
 
 
 def _restore_version(store: WorkspaceStore, loc: Location, version: int) -> ToolOutput:
-    data = store.history.version_bytes(loc.real_rel, version, MAX_FILE_BYTES) if version >= 1 else None
+    size = store.history.version_size(loc.real_rel, version) if version >= 1 else None
+    if size is not None:
+        check_size(loc, size)  # before reading it (a version saved by a tooldeck without the limit)
+    data = store.history.version_bytes(loc.real_rel, version, MAX_FILE_BYTES) if size is not None else None
     if data is None:
         listed = _versions_text(store, loc)
         raise ToolCallError(E.RESTORE_VERSION_NOT_FOUND, f"`{loc.shown}` has no version {version}. "
                             + (listed or "It has no earlier versions."))
-    check_size(loc, len(data))
+    check_size(loc, len(data))  # it may have grown since its size was taken
     swap = store.swap(loc, ANY, _constant(data))
     store.read_states.drop(loc.key)
     kept = ""

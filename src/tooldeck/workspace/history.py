@@ -26,6 +26,8 @@ from tooldeck.workspace.names import shown
 
 MAX_VERSIONS = 20
 HIDDEN_DIR = ".tooldeck"
+_MAX_NUMBER = 10**18
+"""No version number reaches this (a file would need that many writes); larger asks name no version."""
 
 
 def path_key(rel: str) -> str:
@@ -94,8 +96,19 @@ class History:
             old.path.unlink(missing_ok=True)
         return number
 
+    def version_size(self, rel: str, number: int) -> int | None:
+        """The size of version `number` in bytes, or None when there is no such version."""
+        if not 1 <= number < _MAX_NUMBER:
+            return None
+        try:
+            return (self._version_dir(rel) / f"{number:08d}").stat().st_size
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
     def version_bytes(self, rel: str, number: int, max_bytes: int) -> bytes | None:
         """The bytes of version `number` (at most `max_bytes + 1` are read), or None when it is gone."""
+        if not 1 <= number < _MAX_NUMBER:
+            return None
         try:
             with open(self._version_dir(rel) / f"{number:08d}", "rb") as f:
                 return f.read(max_bytes + 1)

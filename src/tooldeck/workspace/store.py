@@ -180,18 +180,30 @@ class WorkspaceStore:
         except OSError as exc:
             raise os_error(loc, exc) from None
 
+    def _size_now(self, loc: Location) -> int:
+        try:
+            return fs.size_of(loc.base, loc.parts) or 0
+        except OSError as exc:
+            raise os_error(loc, exc) from None
+
     def current_sha(self, loc: Location) -> str | None:
         """The sha256 of the file now, or None when it does not exist."""
         data = self.read_if_exists(loc)
         return None if data is None else sha256(data)
 
     # -- writing ----------------------------------------------------------------------------------
-    def swap(self, loc: Location, guard: Guard, make: Callable[[bytes | None], bytes]) -> Swap:
+    def swap(self, loc: Location, guard: Guard, make: Callable[[bytes | None], bytes], *,
+             size: Callable[[int], int] | None = None) -> Swap:
         """Compare-and-swap under the file's lock: check `guard` against the current bytes, write
         `make(current)` through a temp file and an atomic rename, keep the previous bytes as a version.
-        Raises CasConflict when the guard does not hold. `make` checks the size of what it will build
-        (`check_size`) before building it; the size is checked again here before anything is written."""
+        Raises CasConflict when the guard does not hold.
+
+        Sizes: `size(current size)` (when given) is the size of the result, checked before the current
+        bytes are even read; `make` checks what it will build (`check_size`) before building it; and the
+        result is checked again here before anything is written."""
         with self.locks.hold(loc.real_rel):
+            if size is not None:
+                check_size(loc, size(self._size_now(loc)))
             old = self.read_if_exists(loc)
             old_sha = sha256(old) if old is not None else None
             if not isinstance(guard, _Any) and guard != old_sha:
