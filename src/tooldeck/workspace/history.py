@@ -75,7 +75,7 @@ class History:
             return []
         out = []
         for name in names:
-            if name.isdigit():
+            if name.isascii() and name.isdigit():
                 try:
                     st = (d / name).stat()
                 except FileNotFoundError:
@@ -87,13 +87,13 @@ class History:
     def save_version(self, rel: str, data: bytes) -> int:
         d = self._version_dir(rel)
         d.mkdir(parents=True, exist_ok=True)
-        existing = self.versions(rel)
-        number = existing[-1].number + 1 if existing else 1
+        existing = sorted(int(name) for name in os.listdir(d) if name.isascii() and name.isdigit())  # no stat each
+        number = existing[-1] + 1 if existing else 1
         if not existing:
             _write_atomic(d / "path", os.fsencode(rel))
         _write_atomic(d / f"{number:08d}", data)
         for old in existing[: max(0, len(existing) + 1 - MAX_VERSIONS)]:
-            old.path.unlink(missing_ok=True)
+            (d / f"{old:08d}").unlink(missing_ok=True)
         return number
 
     def version_size(self, rel: str, number: int) -> int | None:

@@ -112,16 +112,13 @@ def _walk(store: WorkspaceStore, policy: PathPolicy, pattern: Pattern, result: S
             raise error from None
         return  # a subfolder removed or made unreadable meanwhile
     try:
-        for entry in fs.scan(dfd):
+        for entry in fs.scan(dfd, sizes=False):  # read_at checks each file's size
             stop.check()
             if result.stopped:
                 return
             child_rel = f"{dir_rel}/{entry.name}"
             if entry.kind == "file":
                 if _budget(result):
-                    if entry.size > MAX_SEARCH_FILE_BYTES:
-                        result.skipped += 1
-                        continue
                     data = _read(result, child_rel, lambda e=entry: fs.read_at(dfd, e.name, MAX_SEARCH_FILE_BYTES))
                     if data is not None:
                         _scan_bytes(pattern, result, child_rel, data, stop)
