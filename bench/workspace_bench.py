@@ -175,6 +175,14 @@ def cas_bench(home: Path) -> None:
     call = [{"id": "c1", "name": "workspace_write_file", "arguments": args}]
     [res] = inv.run(call)
     assert not res.is_error, res.content
+    def hold() -> None:
+        with store.locks.hold(loc.real_rel):
+            pass
+
+    hold_local, hold_cross = both(hold)
+    print("the lock alone (take and release), in-process lock only (before) vs + the cross-process flock (now):")
+    report(interleaved_us({"in-process lock (before)": hold_local, "+ cross-process lock (now)": hold_cross},
+                          1_000, 15), "in-process lock (before)")
     swap_local, swap_cross = both(swap)
     tool_local, tool_cross = both(lambda: inv.run(call))
     print("one 1 KB write (a replace: the old bytes read, compared, kept as a version, the new renamed in), "
