@@ -21,21 +21,10 @@ from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolEffect, ToolOutput
 from tooldeck.workspace import effects
 from tooldeck.workspace import errors as E
+from tooldeck.workspace.limits import MAX_FILE_BYTES, check_size, encoded, utf8_size
 from tooldeck.workspace.reading import count_words
 from tooldeck.workspace.readstate import ReadState
-from tooldeck.workspace.store import (
-    ANY,
-    MAX_FILE_BYTES,
-    CasConflict,
-    Location,
-    Swap,
-    WorkspaceStore,
-    check_size,
-    decode,
-    encoded,
-    sha256,
-    utf8_size,
-)
+from tooldeck.workspace.store import ANY, CasConflict, Location, Swap, WorkspaceStore, decode, sha256
 
 MUTATING = ToolAnnotations(mutating=True)
 _APPEND_ATTEMPTS = 5

@@ -16,7 +16,8 @@ from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolEffect, ToolOutput
 from tooldeck.workspace import effects
 from tooldeck.workspace import errors as E
-from tooldeck.workspace.store import ANY, MAX_FILE_BYTES, Location, WorkspaceStore, check_size
+from tooldeck.workspace.limits import MAX_FILE_BYTES, check_size
+from tooldeck.workspace.store import ANY, Location, WorkspaceStore
 
 MUTATING = ToolAnnotations(mutating=True)
 

@@ -20,22 +20,20 @@ from typing import Any, Final
 from tooldeck.core.errors import ToolCallError
 from tooldeck.workspace import fs
 from tooldeck.workspace.errors import (
-    CONTENT_NOT_TEXT,
     FILE_NOT_FOUND,
     FILE_NOT_TEXT,
     FILE_TOO_LARGE,
+    RESTORE_NOTHING_TO_RESTORE,
     classify_os_error,
     symlink_refused,
 )
 from tooldeck.workspace.history import History, TrashEntry
+from tooldeck.workspace.limits import MAX_FILE_BYTES, check_size
 from tooldeck.workspace.locks import FileLocks
 from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import PathPolicy, RootsLike, parse_path, split_root
 from tooldeck.workspace.readstate import ReadStates
 from tooldeck.workspace.views import Views
-
-MAX_FILE_BYTES: Final = 64 * 1024 * 1024
-"""No file tool reads or writes a file larger than this; the shell can handle bigger ones."""
 
 
 class _Any:
@@ -241,38 +239,13 @@ class WorkspaceStore:
             except FileExistsError:
                 raise
             except OSError as exc:
+                if isinstance(exc, FileNotFoundError) and not entry.content.exists():
+                    raise ToolCallError(RESTORE_NOTHING_TO_RESTORE, f"The removed `{loc.shown}` was brought back "
+                                        "or discarded meanwhile (by another process sharing the workspace). List "
+                                        "its folder with `workspace_list_files` to see what is there.") from None
                 raise os_error(loc, exc) from None
             self.history.discard(entry)
         self.read_states.drop(loc.key)
-
-
-_SIZE_CHUNK: Final = 1 << 20
-
-
-def utf8_size(text: str) -> int:
-    """The UTF-8 size of `text` without encoding all of it at once (a lone surrogate counts 3 bytes)."""
-    if text.isascii():
-        return len(text)
-    return sum(len(text[i:i + _SIZE_CHUNK].encode("utf-8", "surrogatepass"))
-               for i in range(0, len(text), _SIZE_CHUNK))
-
-
-def encoded(text: str, what: str) -> bytes:
-    """The UTF-8 bytes of a text the model sent; a lone surrogate (which no UTF-8 file can hold) is refused."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ToolCallError(CONTENT_NOT_TEXT, f"{what} holds U+{ord(text[exc.start]):04X} at character "
-                            f"{exc.start}, a lone surrogate that a UTF-8 file cannot store; nothing was written. "
-                            "Remove it, or write the character you meant.") from None
-
-
-def check_size(loc: Location, size: int) -> None:
-    """Refuse a write whose result would be over `MAX_FILE_BYTES` (call it before building the result)."""
-    if size > MAX_FILE_BYTES:
-        raise ToolCallError(FILE_TOO_LARGE, f"This would make `{loc.shown}` {size:,} bytes, over the file tools' "
-                            f"limit of {MAX_FILE_BYTES:,} bytes (64 MiB); nothing was written. Keep files smaller "
-                            "(split the text over several files), or use the shell for files this large.")
 
 
 def os_error(loc: Location, exc: OSError, *, folder: bool = False) -> BaseException:
