@@ -25,6 +25,7 @@ from tooldeck.workspace.limits import MAX_FILE_BYTES, check_size, encoded, utf8_
 from tooldeck.workspace.reading import count_words
 from tooldeck.workspace.readstate import ReadState
 from tooldeck.workspace.store import ANY, CasConflict, Location, Swap, WorkspaceStore, decode, sha256
+from tooldeck.workspace.text import decode_utf8, encode_utf8
 
 MUTATING = ToolAnnotations(mutating=True)
 _APPEND_ATTEMPTS = 5
@@ -115,7 +116,7 @@ def _text_or_none(data: bytes | None) -> str | None:
     if data is None:
         return None
     try:
-        return data.decode("utf-8")
+        return decode_utf8(data)
     except UnicodeDecodeError:
         return None
 
@@ -163,7 +164,7 @@ def apply_patch(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
         if not state.full_read:
             store.read_states.flag_full_read_required(loc.key, state)
         raise
-    new_text = swap.data.decode("utf-8")
+    new_text = decode_utf8(swap.data)
     if state.full_read:
         store.read_states.record_full(loc.key, swap.sha256, new_text)
     else:
@@ -205,7 +206,7 @@ def _patch(store: WorkspaceStore, loc: Location, state: ReadState, old: str, new
     replaced = count if replace_all else 1
     new_bytes = encoded(new, "new_string")  # (11) the result's size, known before it is built
     check_size(loc, len(current) + replaced * (len(new_bytes) - utf8_size(old)))
-    patched = (text.replace(old, new) if replace_all else text.replace(old, new, 1)).encode("utf-8")
+    patched = encode_utf8(text.replace(old, new) if replace_all else text.replace(old, new, 1))
     try:  # (12)
         swap = store.swap(loc, state.sha256, lambda _old: patched)
     except CasConflict as exc:

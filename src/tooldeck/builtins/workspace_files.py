@@ -69,10 +69,9 @@ LIST_FILES = ToolDescriptor(
 async def search_files(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     """The walk and the matching run on a worker thread; this coroutine stays on the event loop so that a
     timeout or a cancellation of the call reaches it, and it stops the thread's work (`Stop`)."""
-    pattern = grep.compile_pattern(args["pattern"])
     stop = grep.Stop(search_seconds(ctx))
     try:
-        return await asyncio.to_thread(_search, args, ctx, pattern, stop)
+        return await asyncio.to_thread(_search, args, ctx, stop)
     except asyncio.CancelledError:
         stop.cancel()
         raise
@@ -85,7 +84,8 @@ def search_seconds(ctx: CallContext) -> float:
     return min(search.MAX_SEARCH_SECONDS, max(timeout - SEARCH_MARGIN_S, timeout / 2))
 
 
-def _search(args: dict[str, Any], ctx: CallContext, pattern: grep.Pattern, stop: grep.Stop) -> ToolOutput:
+def _search(args: dict[str, Any], ctx: CallContext, stop: grep.Stop) -> ToolOutput:
+    pattern = grep.compile_pattern(args["pattern"])  # here too: compiling a large pattern takes a while
     store, policy = workspace(ctx)
     rel = parse_dir(args.get("path"))
     result = search.search(store, policy, pattern, rel, stop)

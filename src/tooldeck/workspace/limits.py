@@ -10,6 +10,7 @@ from typing import Final, Protocol
 
 from tooldeck.core.errors import ToolCallError
 from tooldeck.workspace.errors import CONTENT_NOT_TEXT, FILE_TOO_LARGE
+from tooldeck.workspace.text import encode_utf8
 
 MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """No file tool reads or writes a file larger than this; the shell can handle bigger ones."""
@@ -34,7 +35,7 @@ def utf8_size(text: str) -> int:
 def encoded(text: str, what: str) -> bytes:
     """The UTF-8 bytes of a text the model sent; a lone surrogate (which no UTF-8 file can hold) is refused."""
     try:
-        return text.encode("utf-8")
+        return encode_utf8(text)
     except UnicodeEncodeError as exc:
         raise ToolCallError(CONTENT_NOT_TEXT, f"{what} holds U+{ord(text[exc.start]):04X} at character "
                             f"{exc.start}, a lone surrogate that a UTF-8 file cannot store; nothing was written. "

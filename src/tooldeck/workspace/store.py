@@ -33,6 +33,7 @@ from tooldeck.workspace.locks import FileLocks
 from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import PathPolicy, RootsLike, parse_path, split_root
 from tooldeck.workspace.readstate import ReadStates
+from tooldeck.workspace.text import decode_utf8
 from tooldeck.workspace.views import Views
 
 
@@ -257,7 +258,7 @@ def os_error(loc: Location, exc: OSError, *, folder: bool = False) -> BaseExcept
 
 def decode(loc: Location, data: bytes) -> str:
     try:
-        return data.decode("utf-8")
+        return decode_utf8(data)
     except UnicodeDecodeError:
         raise ToolCallError(FILE_NOT_TEXT, f"`{loc.shown}` is not UTF-8 text, so the file tools cannot show or "
                             "edit it. Inspect it with the shell instead.") from None
