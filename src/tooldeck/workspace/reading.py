@@ -112,13 +112,15 @@ def text_stats(sha256: str, text: str, data: bytes) -> tuple[int, int]:
 
 
 def _head(text: str, splits: int) -> list[str]:
-    """`text.split("\n", splits)` with the unsplit rest cut to its first line: what `page` reads of it."""
-    end = -1
-    for _ in range(splits + 1):
-        end = text.find("\n", end + 1)
-        if end < 0:
-            return text.split("\n")
-    return text[:end].split("\n")
+    """The first `splits + 1` lines of `text` (fewer if it has fewer): what `text.split("\n", splits)` gives,
+    except that the last piece is that line alone, not the whole rest of the file (a copy of up to 64 MiB).
+    Split from a prefix that grows until it holds enough lines."""
+    size = (splits + 1) * 128
+    while True:
+        pieces = text[:size].split("\n", splits + 1)
+        if len(pieces) > splits + 1 or size >= len(text):
+            return pieces[:splits + 1]
+        size *= 4
 
 
 def page(text: str, n_bytes: int, start: int | None, count: int | None, max_chars: int = MAX_READ_CHARS,
