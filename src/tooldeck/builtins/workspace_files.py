@@ -85,13 +85,12 @@ def search_seconds(ctx: CallContext) -> float:
 
 
 def _search(args: dict[str, Any], ctx: CallContext, stop: grep.Stop) -> ToolOutput:
-    pattern = grep.compile_pattern(args["pattern"])  # here too: compiling a large pattern takes a while
+    pattern = grep.compile_pattern(args["pattern"])  # on the worker too: a large pattern takes a while
     store, policy = workspace(ctx)
     rel = parse_dir(args.get("path"))
     result = search.search(store, policy, pattern, rel, stop)
-    structured = search.structured(result, pattern)
-    refs = sorted({m["path"] for m in structured["matches"]})  # type: ignore[attr-defined]
-    return ToolOutput(search.render(result, pattern), structured, resource_refs=refs)
+    refs = sorted({shown(p) for p, _, _ in result.matches})
+    return ToolOutput(search.render(result, pattern), search.structured(result, pattern), resource_refs=refs)
 
 
 SEARCH_FILES = ToolDescriptor(
