@@ -4,7 +4,11 @@
   worker thread, sha256 + read-state, projection) vs `open().read()` + UTF-8 decode of the file; once
   with the file's line/word counts memoised (paging through one file) and once counting them again;
 - `workspace_search_files` over a 3,000-file workspace vs a loop that reads every file and runs
-  `re.search` on each line.
+  `re.search` on each line (the engines compared on the same files: `bench.workspace_engines`);
+- the worst case `^(a+)+$` over a file of one 30-character line vs `needle` over the same file, both
+  through the tool;
+- the cost of one write (`WorkspaceStore.swap`, and `workspace_write_file` through the pipeline) with
+  the cross-process lock vs the in-process lock alone (what tooldeck had before).
 
     python -m bench.workspace_bench
 """
@@ -14,13 +18,16 @@ from __future__ import annotations
 import os
 import random
 import re
+import statistics
 import string
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import tooldeck
 from bench.timing import median_us, report
-from tooldeck.workspace import reading
+from tooldeck.workspace import for_run, reading
 
 FILES = 3_000
 PATTERN = r"needle-\d+"
@@ -98,16 +105,95 @@ def search_bench(home: Path) -> None:
     assert res.structured["searchedFiles"] == FILES
     size = sum(p.stat().st_size for p in base.rglob("*.md"))
     print(f"search_files, {FILES:,} files ({size / 1e6:.1f} MB), pattern `{PATTERN}`, {expected} hits:")
-    rows = [("plain os.walk + read + re per line", median_us(lambda: _plain_search(base, rx), 1, 7)),
-            ("workspace_search_files (tool path)", median_us(lambda: inv.run(call), 1, 7))]
+    rows = interleaved_us({"plain os.walk + read + re per line": lambda: _plain_search(base, rx),
+                           "workspace_search_files (tool path)": lambda: inv.run(call)}, 1, 9)
     report(rows, "plain os.walk + read + re per line")
     common = [{"id": "c1", "name": "workspace_search_files", "arguments": {"pattern": "(?i)the"}}]
     [res] = inv.run(common)
     rx_common = re.compile("(?i)the")
     print(f"search_files, same files, pattern `(?i)the` ({res.structured['total']:,} matching lines):")
-    rows = [("plain os.walk + read + re per line", median_us(lambda: _plain_search(base, rx_common), 1, 5)),
-            ("workspace_search_files (tool path)", median_us(lambda: inv.run(common), 1, 5))]
+    rows = interleaved_us({"plain os.walk + read + re per line": lambda: _plain_search(base, rx_common),
+                           "workspace_search_files (tool path)": lambda: inv.run(common)}, 1, 7)
     report(rows, "plain os.walk + read + re per line")
+    rt.close()
+
+
+def interleaved_us(variants: dict[str, Callable[[], object]], inner: int, repeats: int) -> list[tuple[str, float]]:
+    """Median µs per call of each variant, batches measured round-robin (load falls on all alike)."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            started = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            samples[name].append((time.perf_counter() - started) / inner * 1e6)
+    return [(name, statistics.median(values)) for name, values in samples.items()]
+
+
+def worst_case_bench(home: Path) -> None:
+    rt = tooldeck.Runtime(home, records=False)
+    inv = rt.invocation(run_id="bench-worst", profile={"max_calls_per_invocation": 1_000_000})
+    path = inv.run_state.workspace_root / "scratch" / "w.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("a" * 29 + "!\n")
+    worst = [{"id": "c1", "name": "workspace_search_files", "arguments": {"pattern": "^(a+)+$", "path": "scratch"}}]
+    needle = [{"id": "c1", "name": "workspace_search_files", "arguments": {"pattern": "needle", "path": "scratch"}}]
+    for call in (worst, needle):
+        [res] = inv.run(call)
+        assert not res.is_error and res.structured["total"] == 0, res.content
+    print("search_files, one file of one 30-character line (`a`×29 + `!`), through the tool:")
+    report(interleaved_us({"`needle`": lambda: inv.run(needle), "`^(a+)+$` (the worst case)": lambda: inv.run(worst)},
+                          50, 15), "`needle`")
+    rt.close()
+
+
+def cas_bench(home: Path) -> None:
+    """One write of a 1 KB file: the store's compare-and-swap, and write_file through the whole pipeline."""
+    rt = tooldeck.Runtime(home, records=False)
+    inv = rt.invocation(run_id="bench-cas", profile={"max_calls_per_invocation": 10_000_000})
+    store = for_run(inv.run_state)
+    policy = store.policy(inv.profile.workspace)
+    loc = store.locate(policy, "scratch/cas.md")
+    body = b"x" * 1024
+    store.swap(loc, None, lambda _old: body)
+
+    def swap() -> None:
+        store.swap(loc, store.current_sha(loc), lambda _old: body)
+
+    def both(fn: Callable[[], object]) -> tuple[Callable[[], object], Callable[[], object]]:
+        def cross() -> object:
+            store.locks.cross_process = True
+            return fn()
+
+        def local() -> object:
+            store.locks.cross_process = False
+            return fn()
+        return local, cross
+
+    # replacing a file this run wrote needs no new read: its read-state follows its own writes
+    args = {"path": "scratch/tool.md", "content": "x" * 1024}
+    call = [{"id": "c1", "name": "workspace_write_file", "arguments": args}]
+    [res] = inv.run(call)
+    assert not res.is_error, res.content
+    def hold() -> None:
+        with store.locks.hold(loc.real_rel):
+            pass
+
+    hold_local, hold_cross = both(hold)
+    print("the lock alone (take and release), in-process lock only (before) vs + the cross-process flock (now):")
+    report(interleaved_us({"in-process lock (before)": hold_local, "+ cross-process lock (now)": hold_cross},
+                          1_000, 15), "in-process lock (before)")
+    swap_local, swap_cross = both(swap)
+    tool_local, tool_cross = both(lambda: inv.run(call))
+    print("one 1 KB write (a replace: the old bytes read, compared, kept as a version, the new renamed in), "
+          "in-process lock only (before) vs + the cross-process flock (now):")
+    rows = interleaved_us({"store.swap, in-process lock (before)": swap_local,
+                           "store.swap, + cross-process lock (now)": swap_cross}, 100, 15)
+    report(rows, "store.swap, in-process lock (before)")
+    rows = interleaved_us({"write_file, in-process lock (before)": tool_local,
+                           "write_file, + cross-process lock (now)": tool_cross}, 100, 15)
+    report(rows, "write_file, in-process lock (before)")
+    store.locks.cross_process = True
     rt.close()
 
 
@@ -115,6 +201,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         read_bench(Path(tmp) / "read")
         search_bench(Path(tmp) / "search")
+        worst_case_bench(Path(tmp) / "worst")
+        cas_bench(Path(tmp) / "cas")
 
 
 if __name__ == "__main__":

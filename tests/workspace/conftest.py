@@ -61,3 +61,9 @@ def runtime(tmp_path: Path) -> Iterator[tooldeck.Runtime]:
 @pytest.fixture
 def model(runtime: tooldeck.Runtime) -> Model:
     return Model(runtime.invocation())
+
+
+@pytest.fixture
+def roomy(runtime: tooldeck.Runtime) -> Model:
+    """A model whose invocation has no practical call limit (for hypothesis tests that call many times)."""
+    return Model(runtime.invocation(profile={"max_calls_per_invocation": 1_000_000}))

@@ -104,7 +104,7 @@ def test_classify_not_found_error_maps_to_file_not_found() -> None:
     assert classify_os_error(OSError(errno.ELOOP, "Too many levels"), "scratch/l").code == SYMLINK_REFUSED
 
 
-@pytest.mark.parametrize("exc", [PermissionError(errno.EACCES, "Permission denied"), OSError(errno.EIO, "I/O error"),
-                                 OSError(errno.ENOSPC, "No space left on device")])
+@pytest.mark.parametrize("exc", [OSError(errno.EIO, "I/O error"), OSError(errno.ENOSPC, "No space left on device"),
+                                 OSError(errno.EROFS, "Read-only file system"), OSError(errno.EDQUOT, "Quota")])
 def test_classify_unknown_error_bubbles_up_for_host_failure(exc: OSError) -> None:
     assert classify_os_error(exc, "output/main.md") is None

@@ -39,21 +39,21 @@ def commit(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     loc = store.locate(policy, raw if isinstance(raw, str) and raw.strip() else policy.body_file)
     data = store.read(loc)
     if len(data.data) > MAX_COMMIT_BYTES:
-        raise ToolCallError(E.COMMIT_TOO_LARGE, f"`{loc.rel}` has {len(data.data):,} bytes; a reply can be at most "
+        raise ToolCallError(E.COMMIT_TOO_LARGE, f"`{loc.shown}` has {len(data.data):,} bytes; a reply can be at most "
                             f"{MAX_COMMIT_BYTES:,}. Commit a shorter file.")
     reason = args.get("reason")
     reason = reason.strip() or None if isinstance(reason, str) else None
     chars = len(data.text)
-    effect = ToolEffect(effects.COMMIT_REQUESTED, {"path": loc.rel, "mode": mode, "reason": reason,
+    effect = ToolEffect(effects.COMMIT_REQUESTED, {"path": loc.shown, "mode": mode, "reason": reason,
                                                    "sha256": data.sha256, "chars": chars, "text": data.text})
-    lines = [f"Requested chat commit of {loc.rel} with mode {mode.capitalize()}."]
+    lines = [f"Requested chat commit of {loc.shown} with mode {mode.capitalize()}."]
     finish = call_name(ctx, FINISH_TOOL_ID)
     if finish:
         lines.append(f"Continue editing and commit again if needed; when the reply is final, call `{finish}`. "
                      "Do not use plain text as the final answer.")
-    structured = {"path": loc.rel, "mode": mode, "reason": reason, "sha256": data.sha256, "chars": chars,
+    structured = {"path": loc.shown, "mode": mode, "reason": reason, "sha256": data.sha256, "chars": chars,
                   "words": count_words(data.text)}
-    return ToolOutput("\n".join(lines), structured, resource_refs=[loc.rel], effects=[effect])
+    return ToolOutput("\n".join(lines), structured, resource_refs=[loc.shown], effects=[effect])
 
 
 COMMIT = ToolDescriptor(

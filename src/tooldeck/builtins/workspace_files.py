@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tooldeck.builtins.registry import BuiltinTool
@@ -17,12 +18,15 @@ from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
-from tooldeck.workspace import listing, reading, search
+from tooldeck.workspace import grep, listing, reading, search
 from tooldeck.workspace.errors import LIST_DEPTH_INVALID, LIST_DEPTH_TOO_LARGE
+from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import parse_dir
 
 READ_ONLY = ToolAnnotations(read_only=True, concurrency_safe=True, idempotent=True)
 SEARCH_TOOL_ID = "builtin:workspace.search_files"
+SEARCH_MARGIN_S = 1.0
+"""The search stops this long before the call's dispatch timeout, so it reports what it found."""
 
 
 # -- list_files ---------------------------------------------------------------------------------------
@@ -37,8 +41,9 @@ def list_files(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     store, policy = workspace(ctx)
     rel = parse_dir(args.get("path"))
     result = listing.list_tree(store, policy, rel, depth)
-    structured = {"path": rel, "entries": [e.to_dict() for e in result.entries], "truncated": result.truncated}
-    return ToolOutput(listing.render(result, policy), structured, resource_refs=[e.path for e in result.entries])
+    entries = [e.to_dict() for e in result.entries]
+    structured = {"path": shown(rel), "entries": entries, "truncated": result.truncated}
+    return ToolOutput(listing.render(result, policy), structured, resource_refs=[e["path"] for e in entries])
 
 
 LIST_FILES = ToolDescriptor(
@@ -61,22 +66,40 @@ LIST_FILES = ToolDescriptor(
 
 
 # -- search_files -------------------------------------------------------------------------------------
-def search_files(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
-    pattern = search.compile_pattern(args["pattern"])
+async def search_files(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    """The walk and the matching run on a worker thread; this coroutine stays on the event loop so that a
+    timeout or a cancellation of the call reaches it, and it stops the thread's work (`Stop`)."""
+    stop = grep.Stop(search_seconds(ctx))
+    try:
+        return await asyncio.to_thread(_search, args, ctx, stop)
+    except asyncio.CancelledError:
+        stop.cancel()
+        raise
+
+
+def search_seconds(ctx: CallContext) -> float:
+    """The search's own time limit: `MAX_SEARCH_SECONDS`, kept under the call's dispatch timeout so the
+    model gets what was found so far rather than `tool.timeout`."""
+    timeout = ctx.invocation.profile.timeout_for(str(ctx.tool_id))
+    return min(search.MAX_SEARCH_SECONDS, max(timeout - SEARCH_MARGIN_S, timeout / 2))
+
+
+def _search(args: dict[str, Any], ctx: CallContext, stop: grep.Stop) -> ToolOutput:
+    pattern = grep.compile_pattern(args["pattern"])  # on the worker too: a large pattern takes a while
     store, policy = workspace(ctx)
     rel = parse_dir(args.get("path"))
-    result = search.search(store, policy, pattern, rel)
-    refs = sorted({p for p, _, _ in result.matches[: search.MAX_LISTED_LINES]})
-    return ToolOutput(search.render(result, pattern.line), search.structured(result, pattern.line),
-                      resource_refs=refs)
+    result = search.search(store, policy, pattern, rel, stop)
+    refs = sorted({shown(p) for p, _, _ in result.matches})
+    return ToolOutput(search.render(result, pattern), search.structured(result, pattern), resource_refs=refs)
 
 
 SEARCH_FILES = ToolDescriptor(
     id=ToolId.builtin("workspace.search_files"),
     title="Search workspace files",
-    description="Search workspace files line by line with a regular expression (Python `re` syntax; start it "
-    "with `(?i)` to ignore case). Without `path` it searches every visible folder except `tool-results/` and "
-    "`skills/`; with `path` (a file or folder, read-only ones included) only there. Matching lines come sorted "
+    description="Search workspace files line by line with a regular expression (RE2 syntax: Python `re` without "
+    "backreferences and look-around; start it with `(?i)` to ignore case). Without `path` it searches every "
+    "visible folder except `tool-results/` and `skills/`; with `path` (a file or folder, read-only ones "
+    "included) only there. Matching lines come sorted "
     f"by path and line, at most {search.MAX_LISTED_LINES}, with the total count. " + roots_sentence(),
     input_schema={
         "type": "object",
@@ -97,7 +120,7 @@ def read_file(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     store, policy = workspace(ctx)
     loc = store.locate(policy, args["path"])
     data = store.read(loc)
-    budget = reading.page_budget(ctx.invocation.profile.result_inline_limit, loc.rel)
+    budget = reading.page_budget(ctx.invocation.profile.result_inline_limit, loc.shown)
     total_lines, total_words = reading.text_stats(data.sha256, data.text, data.data)
     pg = reading.page(data.text, len(data.data), args.get("start_line"), args.get("line_count"), budget, total_lines)
     states = store.read_states
@@ -110,13 +133,13 @@ def read_file(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     shown = pg.text
     shown_words = reading.count_words(shown)
     structured = {
-        "path": loc.rel, "sha256": data.sha256, "startLine": pg.start, "endLine": pg.end,
+        "path": loc.shown, "sha256": data.sha256, "startLine": pg.start, "endLine": pg.end,
         "totalLines": pg.total_lines, "chars": len(shown), "words": shown_words,
         "totalChars": len(data.text), "totalWords": total_words, "lineTruncated": pg.line_truncated,
         "fullRead": pg.full,
     }
-    content = reading.render(loc.rel, pg, len(data.text), total_words, shown_words, call_name(ctx, SEARCH_TOOL_ID))
-    return ToolOutput(content, structured, resource_refs=[loc.rel])
+    content = reading.render(loc.shown, pg, len(data.text), total_words, shown_words, call_name(ctx, SEARCH_TOOL_ID))
+    return ToolOutput(content, structured, resource_refs=[loc.shown])
 
 
 READ_FILE = ToolDescriptor(
@@ -143,6 +166,6 @@ READ_FILE = ToolDescriptor(
 
 TOOLS = profile_aware([
     BuiltinTool(LIST_FILES, list_files, blocking=True),
-    BuiltinTool(SEARCH_FILES, search_files, blocking=True),
+    BuiltinTool(SEARCH_FILES, search_files),
     BuiltinTool(READ_FILE, read_file, blocking=True),
 ])

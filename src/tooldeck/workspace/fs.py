@@ -105,18 +105,21 @@ def read_at(dir_fd: int, name: str, max_bytes: int) -> bytes:
             raise NotRegularFile(errno.EINVAL, "not a regular file", name)
         if st.st_size > max_bytes:
             raise FileTooLarge(st.st_size, max_bytes)
-        chunks: list[bytes] = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
+        # One read of the size fstat gave (plus one byte, to see the end): the file is held once in
+        # memory, not once in chunks and again joined. More reads only if it grew meanwhile.
+        chunks = [os.read(fd, st.st_size + 1)]
+        total = len(chunks[0])
+        if total <= st.st_size:
+            return chunks[0]  # a regular file's read comes back short only at its end: no read to see EOF
+        while total <= max_bytes:
+            chunk = os.read(fd, min(max_bytes + 1 - total, 1 << 20))
             if not chunk:
                 break
             chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > max_bytes:
-            raise FileTooLarge(len(data), max_bytes)
-        return data
+            total += len(chunk)
+        if total > max_bytes:
+            raise FileTooLarge(total, max_bytes)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
 
@@ -131,6 +134,15 @@ def kind_of(base: str, parts: Sequence[str]) -> str | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     return _kind(st.st_mode)
+
+
+def size_of(base: str, parts: Sequence[str]) -> int | None:
+    """The size of the file `base/parts` in bytes (not following a final symlink), or None when missing."""
+    try:
+        with parent_dir(base, parts) as dfd:
+            return os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False).st_size
+    except FileNotFoundError:
+        return None
 
 
 def _kind(mode: int) -> str:
@@ -189,20 +201,35 @@ class DirEntry:
     size: int
 
 
-def scan(dir_fd: int) -> list[DirEntry]:
-    """The entries of an open directory, sorted by name; temp files of in-flight writes are skipped."""
+def scan(dir_fd: int, sizes: bool = True) -> list[DirEntry]:
+    """The entries of an open directory, sorted by name; temp files of in-flight writes are skipped.
+    Without `sizes`, kinds come from the directory itself (no `lstat` per entry where the filesystem
+    reports them) and every size is -1."""
     out: list[DirEntry] = []
     with os.scandir(dir_fd) as it:
         for e in it:
             if e.name.startswith(TMP_PREFIX):
                 continue
             try:
-                st = e.stat(follow_symlinks=False)
+                if sizes:
+                    st = e.stat(follow_symlinks=False)
+                    out.append(DirEntry(e.name, _kind(st.st_mode), st.st_size))
+                else:
+                    out.append(DirEntry(e.name, _entry_kind(e), -1))
             except FileNotFoundError:
                 continue
-            out.append(DirEntry(e.name, _kind(st.st_mode), st.st_size))
     out.sort(key=lambda d: d.name)
     return out
+
+
+def _entry_kind(e: os.DirEntry[str]) -> str:
+    if e.is_symlink():
+        return "symlink"
+    if e.is_file(follow_symlinks=False):
+        return "file"
+    if e.is_dir(follow_symlinks=False):
+        return "directory"
+    return "other"
 
 
 def open_subdir(dir_fd: int, name: str) -> int:

@@ -1,4 +1,8 @@
-"""`list_files`: a breadth-first listing of visible workspace folders, rendered as a tree."""
+"""`list_files`: a breadth-first listing of visible workspace folders, rendered as a tree.
+
+Paths are shown escaped (`names.shown`). A subfolder that vanishes while it is listed (another
+process removed it) is left out, not an error.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Final
 from tooldeck.core.errors import ToolCallError
 from tooldeck.workspace import fs
 from tooldeck.workspace.errors import PATH_NOT_FOUND
+from tooldeck.workspace.names import shown, shown_name
 from tooldeck.workspace.paths import PathPolicy
 from tooldeck.workspace.store import Location, WorkspaceStore, os_error
 
@@ -24,7 +29,7 @@ class Entry:
     size: int | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"path": self.path, "kind": self.kind}
+        return {"path": shown(self.path), "kind": self.kind}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +41,8 @@ class Listing:
 
 def not_found(rel: str) -> ToolCallError:
     parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
-    where = f"`{parent}`" if parent else "the workspace root"
-    return ToolCallError(PATH_NOT_FOUND, f"`{rel}` does not exist. List {where} to see what is there.")
+    where = f"`{shown(parent)}`" if parent else "the workspace root"
+    return ToolCallError(PATH_NOT_FOUND, f"`{shown(rel)}` does not exist. List {where} to see what is there.")
 
 
 def list_tree(store: WorkspaceStore, policy: PathPolicy, rel: str, depth: int) -> Listing:
@@ -56,10 +61,10 @@ def list_tree(store: WorkspaceStore, policy: PathPolicy, rel: str, depth: int) -
         for root in policy.visible_roots:
             try:
                 loc = store.locate_dir(policy, root)
+                if store.kind(loc) == "directory":
+                    frontier.append((root, loc))
             except ToolCallError:
                 continue
-            if store.kind(loc) == "directory":
-                frontier.append((root, loc))
     entries: list[Entry] = []
     if not rel:
         entries = [Entry(r, "directory") for r, _ in frontier]
@@ -70,7 +75,7 @@ def list_tree(store: WorkspaceStore, policy: PathPolicy, rel: str, depth: int) -
         level += 1
         nxt: list[tuple[str, Location]] = []
         for dir_rel, loc in frontier:
-            for child in _children(store, policy, dir_rel, loc):
+            for child in _children(store, policy, dir_rel, loc, top=level == 1 and bool(rel)):
                 if len(entries) >= MAX_LIST_ENTRIES:
                     truncated = True
                     break
@@ -84,12 +89,17 @@ def list_tree(store: WorkspaceStore, policy: PathPolicy, rel: str, depth: int) -
     return Listing(rel, entries, truncated)
 
 
-def _children(store: WorkspaceStore, policy: PathPolicy,
-              dir_rel: str, loc: Location) -> list[tuple[Entry, Location | None]]:
+def _children(store: WorkspaceStore, policy: PathPolicy, dir_rel: str, loc: Location,
+              top: bool = False) -> list[tuple[Entry, Location | None]]:
+    """The entries of one folder. Only the folder the model named (`top`) may fail; a subfolder or a
+    root that vanished or cannot be opened meanwhile is listed as empty."""
     try:
         fd = fs.open_dir(loc.base, loc.parts)
     except OSError as exc:
-        raise os_error(loc, exc) from None
+        error = os_error(loc, exc, folder=True)
+        if top or not isinstance(error, ToolCallError):
+            raise error from None
+        return []
     try:
         scanned = fs.scan(fd)
     finally:
@@ -105,9 +115,9 @@ def _children(store: WorkspaceStore, policy: PathPolicy,
         elif d.kind == "symlink":
             try:
                 target = store.locate(policy, child_rel)
+                kind = store.kind(target)
             except ToolCallError:
                 continue
-            kind = store.kind(target)
             if kind == "file":
                 out.append((Entry(child_rel, "file"), None))
             elif kind == "directory":
@@ -117,7 +127,7 @@ def _children(store: WorkspaceStore, policy: PathPolicy,
 
 def render(listing: Listing, policy: PathPolicy) -> str:
     if listing.path:
-        head = f"{listing.path}/" if not (len(listing.entries) == 1 and listing.entries[0].path == listing.path
+        head = f"{shown(listing.path)}/" if not (len(listing.entries) == 1 and listing.entries[0].path == listing.path
                                           and listing.entries[0].kind == "file") else ""
         base_depth = listing.path.count("/") + 1
     else:
@@ -126,7 +136,7 @@ def render(listing: Listing, policy: PathPolicy) -> str:
     lines = [head] if head else []
     for e in listing.entries:
         indent = "  " * (e.path.count("/") + 1 - base_depth) if head else ""
-        name = e.path if not head else e.path.rsplit("/", 1)[-1]
+        name = shown(e.path) if not head else shown_name(e.path.rsplit("/", 1)[-1])
         if e.kind == "directory":
             lines.append(f"{indent}{name}/")
         else:

@@ -6,8 +6,9 @@ the shell) can share the same rules.
 Public API:
 
 - `parse_path(raw)` → the normalised relative POSIX path, or `ToolCallError(workspace.invalid_path)`.
-  Rejects empty, NUL, a leading `/` or `\\`, a drive letter (`C:`), and `..`; turns `\\` into `/`;
-  drops `.` and empty segments.
+  Reads the escapes of shown paths back (`\\u{HEX}`, see `names`); rejects empty, NUL, a leading `/`
+  or `\\`, a drive letter (`C:`), `..`, and a character no file name can hold (a lone surrogate
+  that stands for no byte); turns any other `\\` into `/`; drops `.` and empty segments.
 - `parse_dir(raw)` → like `parse_path`, but `None`, `""`, `"."`, `"./"` mean the workspace root (`""`).
 - `PathPolicy.from_roots(roots)` (roots = `Profile.workspace`) with `is_visible(p)`, `is_writable(p)`,
   `check_visible(p)`, `check_writable(p)`, `root_of(p)`, `visible_roots`, `default_search_roots`.
@@ -18,12 +19,14 @@ writable root, so a root itself is never writable. Every other top-level name is
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Protocol
 
 from tooldeck.core.errors import ToolCallError
 from tooldeck.workspace.errors import INVALID_PATH, PATH_NOT_VISIBLE, PATH_NOT_WRITABLE
+from tooldeck.workspace.names import decode, shown, shown_text
 
 ROOT_SPELLINGS = frozenset(("", ".", "./"))
 NOT_SEARCHED_BY_DEFAULT = ("tool-results", "skills")
@@ -37,23 +40,28 @@ class RootsLike(Protocol):
 
 
 def _invalid(raw: str, why: str) -> ToolCallError:
-    shown = raw.replace("\0", "\\0")
-    return ToolCallError(INVALID_PATH, f"`{shown}` is not a valid workspace path: {why}. Use a relative path "
-                         "such as `output/main.md`.")
+    return ToolCallError(INVALID_PATH, f"`{shown_text(raw)}` is not a valid workspace path: {why}. Use a relative "
+                         "path such as `output/main.md`.")
 
 
 def parse_path(raw: str) -> str:
     """Normalise a model-facing path; raise `workspace.invalid_path` when it cannot name a workspace file."""
     if not isinstance(raw, str) or not raw.strip():
         raise _invalid(str(raw or ""), "it is empty")
-    if "\0" in raw:
+    try:
+        path = decode(raw)
+    except ValueError as exc:
+        raise _invalid(raw, str(exc)) from None
+    if "\0" in path:
         raise _invalid(raw, "it contains a NUL character")
-    if raw[0] in "/\\":
+    if path[0] == "/":
         raise _invalid(raw, "it is absolute; workspace paths are relative")
-    if _DRIVE.match(raw):
+    if _DRIVE.match(path):
         raise _invalid(raw, "it starts with a drive letter")
+    if not path.isascii():
+        path = _canonical(raw, path)
     parts: list[str] = []
-    for seg in raw.replace("\\", "/").split("/"):
+    for seg in path.split("/"):
         if seg in ("", "."):
             continue
         if seg == "..":
@@ -62,6 +70,17 @@ def parse_path(raw: str) -> str:
     if not parts:
         raise _invalid(raw, "it names no file")
     return "/".join(parts)
+
+
+def _canonical(raw: str, path: str) -> str:
+    """The one spelling of a name on disk: `\\u{DCC3}\\u{DCA9}` (the bytes of `é`) becomes `é`, so two
+    spellings of one file share its lock and read-state. A surrogate outside U+DC80–U+DCFF stands for
+    no byte and names nothing."""
+    try:
+        return os.fsdecode(os.fsencode(path))
+    except UnicodeError:
+        bad = next(ch for ch in path if 0xD800 <= ord(ch) <= 0xDFFF)
+        raise _invalid(raw, f"U+{ord(bad):04X} is not a character a file name can hold") from None
 
 
 def parse_dir(raw: str | None) -> str:
@@ -114,7 +133,7 @@ class PathPolicy:
 
     def check_visible(self, path: str) -> str:
         if not self.is_visible(path):
-            raise ToolCallError(PATH_NOT_VISIBLE, f"`{path}` is not in the visible workspace. Use a path under "
+            raise ToolCallError(PATH_NOT_VISIBLE, f"`{shown(path)}` is not in the visible workspace. Use a path under "
                                 f"one of the visible folders ({self.roots_text()}).")
         return path
 
@@ -124,10 +143,11 @@ class PathPolicy:
         root, _rest = split_root(path)
         if root in self.writable:
             example = self.body_file if self.root_of(self.body_file) == root else f"{root}/notes.md"
-            why = f"`{root}` is a root folder and cannot be written itself; write a file inside it, e.g. `{example}`."
+            why = (f"`{shown(root)}` is a root folder and cannot be written itself; write a file inside it, e.g. "
+                   f"`{shown(example)}`.")
         elif root in self.read_only:
-            why = f"`{path}` is read-only ({root}/ can be read, not written)."
+            why = f"`{shown(path)}` is read-only ({shown(root)}/ can be read, not written)."
         else:
-            why = f"`{path}` is outside the writable workspace."
+            why = f"`{shown(path)}` is outside the writable workspace."
         writable = ", ".join(f"{r}/" for r in self.writable) or "none"
         raise ToolCallError(PATH_NOT_WRITABLE, f"{why} Writable folders: {writable}.")

@@ -15,6 +15,7 @@ from typing import Final
 
 from tooldeck.core.errors import ToolCallError
 from tooldeck.workspace.errors import INVALID_LINE_RANGE
+from tooldeck.workspace.text import PIECE
 
 MAX_READ_BYTES: Final = 256 * 1024
 MAX_READ_LINES: Final = 1200
@@ -34,12 +35,16 @@ _WORD_MARKS = bytes(32 if b in b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f" else 120 for b
 
 def count_words(text: str | bytes) -> int:
     """Runs of non-whitespace (ASCII whitespace; any other character is part of a word), counted in C
-    without building the words: about 20× faster than `len(text.split())` on a large file."""
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    if not data:
-        return 0
-    marks = data.translate(_WORD_MARKS)
-    return marks.count(b" x") + (1 if marks[0] == 120 else 0)
+    without building the words: about 20× faster than `len(text.split())` on a large file. A megabyte
+    at a time, so a large file does not hold the interpreter lock for long."""
+    words, after_space = 0, True
+    for i in range(0, len(text), PIECE):
+        piece = text[i:i + PIECE]
+        marks = (piece.encode("utf-8", "surrogatepass") if isinstance(piece, str) else piece).translate(_WORD_MARKS)
+        if marks:
+            words += marks.count(b" x") + (1 if after_space and marks[0] == 120 else 0)
+            after_space = marks[-1] == 32
+    return words
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +111,18 @@ def text_stats(sha256: str, text: str, data: bytes) -> tuple[int, int]:
     return stats
 
 
+def _head(text: str, splits: int) -> list[str]:
+    """The first `splits + 1` lines of `text` (fewer if it has fewer): what `text.split("\n", splits)` gives,
+    except that the last piece is that line alone, not the whole rest of the file (a copy of up to 64 MiB).
+    Split from a prefix that grows until it holds enough lines."""
+    size = (splits + 1) * 128
+    while True:
+        pieces = text[:size].split("\n", splits + 1)
+        if len(pieces) > splits + 1 or size >= len(text):
+            return pieces[:splits + 1]
+        size *= 4
+
+
 def page(text: str, n_bytes: int, start: int | None, count: int | None, max_chars: int = MAX_READ_CHARS,
          total_lines: int | None = None) -> Page:
     total = line_count(text) if total_lines is None else total_lines
@@ -121,8 +138,8 @@ def page(text: str, n_bytes: int, start: int | None, count: int | None, max_char
     if first > total:
         raise ToolCallError(INVALID_LINE_RANGE, f"start_line {first} is past the end of the file ({total} lines); "
                             f"use a start_line from 1 to {total}.")
-    # Split only as far as this page and the next can reach, not the whole file.
-    lines = text.split("\n", first - 1 + 2 * MAX_READ_LINES)
+    # Split only as far as this page and the next can reach, not the whole file (nor copy the rest of it).
+    lines = _head(text, first - 1 + 2 * MAX_READ_LINES)
     wanted_end = total if count is None else min(total, first + count - 1)
     end, cut = _fit(lines, first, wanted_end, max_chars)
     shown = lines[first - 1:end]

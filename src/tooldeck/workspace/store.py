@@ -1,10 +1,11 @@
 """The files of one run's workspace: locating paths safely, reading, compare-and-swap writes,
 removal to the trash and restoring.
 
-Every write of an existing file is a compare-and-swap on its sha256 under a per-path lock that is
-shared by all threads and all runs of the process (a session workspace may serve several runs), and
-goes through a temp file and an atomic rename, so two writers never lose an update. The read-state
-is per run (one `WorkspaceStore` per `RunState`).
+Every write of an existing file is a compare-and-swap on its sha256 under the file's lock, held
+across the threads and runs of the process and across processes sharing the workspace
+(`workspace.locks`), and goes through a temp file and an atomic rename, so two writers never lose an
+update. No write makes a file larger than `MAX_FILE_BYTES`: the size of the result is known before
+it is built. The read-state is per run (one `WorkspaceStore` per `RunState`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,17 +23,18 @@ from tooldeck.workspace.errors import (
     FILE_NOT_FOUND,
     FILE_NOT_TEXT,
     FILE_TOO_LARGE,
-    NOT_REGULAR_FILE,
+    RESTORE_NOTHING_TO_RESTORE,
     classify_os_error,
     symlink_refused,
 )
 from tooldeck.workspace.history import History, TrashEntry
+from tooldeck.workspace.limits import MAX_FILE_BYTES, check_size
+from tooldeck.workspace.locks import FileLocks
+from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import PathPolicy, RootsLike, parse_path, split_root
 from tooldeck.workspace.readstate import ReadStates
+from tooldeck.workspace.text import decode_utf8
 from tooldeck.workspace.views import Views
-
-MAX_FILE_BYTES: Final = 64 * 1024 * 1024
-"""No file tool loads a file larger than this; the shell can handle bigger ones."""
 
 
 class _Any:
@@ -57,26 +57,6 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class _PathLock:
-    __slots__ = ("__weakref__", "lock")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-
-
-_locks: weakref.WeakValueDictionary[str, _PathLock] = weakref.WeakValueDictionary()
-_locks_guard = threading.Lock()
-
-
-def path_lock(key: str) -> _PathLock:
-    """The process-wide lock of one real file path (kept alive while someone holds it)."""
-    with _locks_guard:
-        lk = _locks.get(key)
-        if lk is None:
-            lk = _locks[key] = _PathLock()
-        return lk
-
-
 @dataclass(frozen=True, slots=True)
 class Location:
     """A checked, symlink-resolved place: `rel` as the model wrote it (normalised), `base` + `parts`
@@ -93,8 +73,13 @@ class Location:
 
     @property
     def real_rel(self) -> str:
-        """The resolved path relative to the workspace (history is keyed by it)."""
+        """The resolved path relative to the workspace (history and locks are keyed by it)."""
         return "/".join(self.parts)
+
+    @property
+    def shown(self) -> str:
+        """`rel` as the model sees it (`names.shown`: control and bidi characters escaped)."""
+        return shown(self.rel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +104,7 @@ class WorkspaceStore:
         self.views = Views()
         self.read_states = ReadStates()
         self.history = History(self.root)
+        self.locks = FileLocks(self.root)
         self._policies: dict[int, tuple[RootsLike, PathPolicy]] = {}
 
     # -- policy and paths -------------------------------------------------------------------------
@@ -164,7 +150,11 @@ class WorkspaceStore:
         return self.locate(policy, rel)
 
     def kind(self, loc: Location) -> str | None:
-        return fs.kind_of(loc.base, loc.parts)
+        """What is at `loc` now (`file`, `directory`, `symlink`, `other`), or None when nothing is."""
+        try:
+            return fs.kind_of(loc.base, loc.parts)
+        except OSError as exc:
+            raise os_error(loc, exc) from None
 
     # -- reading ----------------------------------------------------------------------------------
     def read(self, loc: Location) -> FileData:
@@ -184,11 +174,14 @@ class WorkspaceStore:
         try:
             return fs.read_bytes(loc.base, loc.parts, MAX_FILE_BYTES)
         except fs.FileTooLarge as exc:
-            raise ToolCallError(FILE_TOO_LARGE, f"`{loc.rel}` has {exc.size:,} bytes, over the file tools' "
+            raise ToolCallError(FILE_TOO_LARGE, f"`{loc.shown}` has {exc.size:,} bytes, over the file tools' "
                                 f"limit of {MAX_FILE_BYTES:,}. Use the shell for files this large.") from None
-        except fs.NotRegularFile:
-            raise ToolCallError(NOT_REGULAR_FILE, f"`{loc.rel}` is not a regular file (a device, pipe or "
-                                "socket), so it cannot be read as text.") from None
+        except OSError as exc:
+            raise os_error(loc, exc) from None
+
+    def _size_now(self, loc: Location) -> int:
+        try:
+            return fs.size_of(loc.base, loc.parts) or 0
         except OSError as exc:
             raise os_error(loc, exc) from None
 
@@ -198,17 +191,24 @@ class WorkspaceStore:
         return None if data is None else sha256(data)
 
     # -- writing ----------------------------------------------------------------------------------
-    def swap(self, loc: Location, guard: Guard, make: Callable[[bytes | None], bytes]) -> Swap:
-        """Compare-and-swap under the path lock: check `guard` against the current bytes, write
+    def swap(self, loc: Location, guard: Guard, make: Callable[[bytes | None], bytes], *,
+             size: Callable[[int], int] | None = None) -> Swap:
+        """Compare-and-swap under the file's lock: check `guard` against the current bytes, write
         `make(current)` through a temp file and an atomic rename, keep the previous bytes as a version.
-        Raises CasConflict when the guard does not hold."""
-        holder = path_lock(loc.key)
-        with holder.lock:
+        Raises CasConflict when the guard does not hold.
+
+        Sizes: `size(current size)` (when given) is the size of the result, checked before the current
+        bytes are even read; `make` checks what it will build (`check_size`) before building it; and the
+        result is checked again here before anything is written."""
+        with self.locks.hold(loc.real_rel):
+            if size is not None:
+                check_size(loc, size(self._size_now(loc)))
             old = self.read_if_exists(loc)
             old_sha = sha256(old) if old is not None else None
             if not isinstance(guard, _Any) and guard != old_sha:
                 raise CasConflict(old_sha)
             new = make(old)
+            check_size(loc, len(new))
             if old is not None:
                 self.history.save_version(loc.real_rel, old)
             try:
@@ -221,8 +221,7 @@ class WorkspaceStore:
 
     def remove(self, loc: Location) -> TrashEntry:
         """Move the file into the trash (restorable). Raises the recoverable not-found / folder errors."""
-        holder = path_lock(loc.key)
-        with holder.lock:
+        with self.locks.hold(loc.real_rel, drop=True):
             data = self._read_bytes(loc)
             entry = self.history.new_trash_entry(loc.real_rel, sha256(data), len(data))
             try:
@@ -235,30 +234,33 @@ class WorkspaceStore:
 
     def restore_removed(self, loc: Location, entry: TrashEntry) -> None:
         """Put a trashed file back at `loc`; FileExistsError when something is there now."""
-        holder = path_lock(loc.key)
-        with holder.lock:
+        with self.locks.hold(loc.real_rel):
             try:
                 fs.move_in(str(entry.content), loc.base, loc.parts)
             except FileExistsError:
                 raise
             except OSError as exc:
+                if isinstance(exc, FileNotFoundError) and not entry.content.exists():
+                    raise ToolCallError(RESTORE_NOTHING_TO_RESTORE, f"The removed `{loc.shown}` was brought back "
+                                        "or discarded meanwhile (by another process sharing the workspace). List "
+                                        "its folder with `workspace_list_files` to see what is there.") from None
                 raise os_error(loc, exc) from None
             self.history.discard(entry)
         self.read_states.drop(loc.key)
 
 
-def os_error(loc: Location, exc: OSError) -> BaseException:
+def os_error(loc: Location, exc: OSError, *, folder: bool = False) -> BaseException:
     """The recoverable error for an OS error at `loc`, or the error itself when it is a host fault."""
     if exc.errno in (errno.ENOTDIR, errno.ELOOP) and fs.symlink_on_path(loc.base, loc.parts):
         return symlink_refused(loc.rel)
-    return classify_os_error(exc, loc.rel) or exc
+    return classify_os_error(exc, loc.rel, folder=folder) or exc
 
 
 def decode(loc: Location, data: bytes) -> str:
     try:
-        return data.decode("utf-8")
+        return decode_utf8(data)
     except UnicodeDecodeError:
-        raise ToolCallError(FILE_NOT_TEXT, f"`{loc.rel}` is not UTF-8 text, so the file tools cannot show or "
+        raise ToolCallError(FILE_NOT_TEXT, f"`{loc.shown}` is not UTF-8 text, so the file tools cannot show or "
                             "edit it. Inspect it with the shell instead.") from None
 
 
