@@ -128,7 +128,8 @@ def test_half_open_connections_neither_exhaust_nor_starve_the_server(tmp_path: P
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("home")
-    write_serve_config(home, header_timeout=2, body_timeout=2, keep_alive_timeout=1)
+    write_serve_config(home, header_timeout=2, body_timeout=2, keep_alive_timeout=1, max_header_bytes=4096,
+                       max_body_bytes=8192)
     with http_server(home, log=home / "serve.log") as served:
         yield served
 
@@ -263,3 +264,37 @@ def test_out_of_descriptors_the_server_neither_spins_nor_floods_its_log(tmp_path
         log = served.stderr()
     assert "Traceback" not in log and "out of system resource" not in log, log[-2000:]
     assert 1 <= log.count("out of descriptors") <= 3, log
+
+
+def test_headers_over_the_limit_get_431_whole_or_trickled(quick: Served) -> None:
+    big = http_request("GET", "/mcp", [("Host", "127.0.0.1"), ("Accept", "text/event-stream"), ("X-Big", "a" * 5000)])
+    whole = exchange(quick.port, big)
+    assert whole is not None and whole.status == 431
+    assert whole.json()["error"]["code"] == "serve.headers_too_large"  # type: ignore[index]
+    with socket.create_connection(("127.0.0.1", quick.port), timeout=15) as sock:
+        for i in range(0, len(big), 1000):  # arrives in pieces: the parser's own buffer limit answers
+            sock.sendall(big[i:i + 1000])
+            time.sleep(0.05)
+        trickled = read_response(sock, b"GET")
+    assert trickled is not None and trickled.status == 431 and trickled.closed
+    assert trickled.json()["error"]["code"] == "serve.headers_too_large"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_body_over_the_limit_gets_413_and_the_connection_stays_usable(quick: Served, chunked: bool) -> None:
+    base = [("Host", "127.0.0.1"), ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream")]
+    if chunked:
+        body = b"".join(b"400\r\n" + b"x" * 1024 + b"\r\n" for _ in range(9)) + b"0\r\n\r\n"
+        request = http_request("POST", "/mcp", [*base, ("Transfer-Encoding", "chunked")], body)
+    else:
+        request = http_request("POST", "/mcp", base, b"x" * 9000)
+    with socket.create_connection(("127.0.0.1", quick.port), timeout=15) as sock:
+        sock.sendall(request)
+        response = read_response(sock)
+        assert response is not None and response.status == 413
+        assert response.json()["error"]["code"] == "serve.body_too_large"  # type: ignore[index]
+        assert "8192" in response.json()["error"]["message"]  # type: ignore[index]
+        sock.sendall(http_request("GET", "/nowhere", [("Host", "127.0.0.1")]))  # the rest was drained
+        after = read_response(sock, b"GET")
+        assert after is not None and after.status == 404

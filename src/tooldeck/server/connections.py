@@ -196,7 +196,8 @@ class BoundedH11Protocol(H11Protocol):
         detail = str(exc) if isinstance(exc, h11.RemoteProtocolError) and str(exc) else msg
         status = getattr(exc, "error_status_hint", 400)
         if status == 431:
-            code, text = HEADERS_TOO_LARGE, "The request line and headers are too large; send smaller headers."
+            code, text = HEADERS_TOO_LARGE, ("The request line and headers are too large ([serve] max_header_bytes); "
+                                             "send smaller headers.")
         elif detail.startswith("Found multiple Host"):
             code, text = HEADER_DUPLICATED, "The 'host' header appears more than once. Send it once."
         else:

@@ -1,6 +1,7 @@
 """The ASGI layer in front of the MCP app of `tooldeck serve --http`, in this order:
 
-1. the request checks of `security.HttpGuard` (one value per deciding header, the target, Host, Origin,
+1. the size of the request line and headers (431 `serve.headers_too_large`), then the request checks of
+   `security.HttpGuard` (one value per deciding header, the target, Host, Origin,
    token); a refusal is answered here and the MCP app never sees the request;
 2. the body: a `POST` must be `application/json` (415 `serve.content_type_invalid`); its body is read
    here, at most `max_body_bytes` (413 `serve.body_too_large`, judged on Content-Length before reading when
@@ -34,6 +35,7 @@ from tooldeck.server.session_cap import SESSION_LIMIT, SessionCap
 logger = logging.getLogger("tooldeck.serve")
 
 BODY_TOO_LARGE = "serve.body_too_large"
+HEADERS_TOO_LARGE = "serve.headers_too_large"
 CONTENT_TYPE_INVALID = "serve.content_type_invalid"
 EMPTY_ERRORS: dict[int, tuple[str, str]] = {
     400: ("serve.bad_request", "The MCP transport refused this request."),
@@ -70,11 +72,13 @@ def opens_session(headers: dict[str, str], body: bytes) -> bool:
 
 
 class HttpGateway:
-    def __init__(self, app: ASGIApp, guard: HttpGuard, max_body_bytes: int, sessions: SessionCap | None = None,
+    def __init__(self, app: ASGIApp, guard: HttpGuard, max_body_bytes: int, max_header_bytes: int = 16 * 1024,
+                 sessions: SessionCap | None = None,
                  on_session_end: Callable[[str], Awaitable[None] | None] | None = None) -> None:
         self.app = app
         self.guard = guard
         self.max_body_bytes = max_body_bytes
+        self.max_header_bytes = max_header_bytes
         self.sessions = sessions
         self.on_session_end = on_session_end
 
@@ -114,6 +118,15 @@ class HttpGateway:
                               "tooldeck serve failed on this request; the details are in the server log.")
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # h11's own limit holds only while headers are still arriving; a block that came whole is measured here.
+        size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+        for name, value in scope["headers"]:
+            size += len(name) + len(value) + 4
+        if size > self.max_header_bytes:
+            await self._refuse(scope, send, Refusal(
+                431, HEADERS_TOO_LARGE, f"The request line and headers are over {self.max_header_bytes} bytes "
+                                        "([serve] max_header_bytes). Send smaller headers."))
+            return
         refused, headers, path = self.guard.request_refusal(scope["headers"], scope.get("raw_path") or b"")
         if refused is not None:
             await self._refuse(scope, send, refused)

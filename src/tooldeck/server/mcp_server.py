@@ -204,7 +204,8 @@ class TooldeckMCPServer:
             max_sessions=limits.max_sessions + 16,  # a backstop only: the gateway's cap evicts before this refuses
         )
         cap = SessionCap(limits.max_sessions, limits.session_idle_timeout)
-        return HttpGateway(app, guard, limits.max_body_bytes, cap, on_session_end=self.registry.forget)
+        return HttpGateway(app, guard, limits.max_body_bytes, limits.max_header_bytes, cap,
+                           on_session_end=self.registry.forget)
 
     async def serve_http(self, sock: socket.socket, guard: HttpGuard,
                          on_ready: Callable[[], None] | None = None) -> None:
