@@ -108,3 +108,17 @@ def test_duplicates_are_refused_before_the_token_is_looked_at(served: Served) ->
     response = send(served, [HOST, ("Origin", "http://localhost"), ("Origin", "http://localhost")])
     assert response.status == 400 and error_code(response) == "serve.header_duplicated"
     assert "www-authenticate" not in response.headers
+
+
+@pytest.mark.parametrize(("line", "code"), [
+    (b"Origin : https://evil.example", "serve.http_invalid"),  # a space before the colon: another header name?
+    (b"Origin: http://localhost\x00evil", "serve.http_invalid"),
+    (b"Transfer-Encoding: chunked, identity", "serve.http_invalid"),
+    (b"Content-Length: 5, 6", "serve.http_invalid"),
+])
+def test_header_lines_that_are_not_http_are_refused_in_json(served: Served, line: bytes, code: str) -> None:
+    raw = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + line + b"\r\nContent-Type: application/json\r\n"
+           b"Content-Length: 2\r\n\r\n{}")
+    response = exchange(served.port, raw)
+    assert response is not None and response.status == 400 and response.closed
+    assert error_code(response) == code

@@ -246,7 +246,10 @@ def test_out_of_descriptors_the_server_neither_spins_nor_floods_its_log(tmp_path
     with http_server(home, log=tmp_path / "serve.log") as served:
         pid = served.proc.pid
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        resource.prlimit(pid, resource.RLIMIT_NOFILE, (open_descriptors(pid) + 30, hard))
+        try:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (open_descriptors(pid) + 30, hard))
+        except PermissionError:
+            pytest.skip("cannot change another process's open-file limit here")
         socks = []
         try:
             for _ in range(120):  # fits in the listen queue: connecting never blocks
