@@ -172,3 +172,57 @@ def test_bad_serve_settings_name_the_key(tmp_path: Path, table: str, names: str)
     with pytest.raises(TooldeckError) as err:
         load_serve_config(tmp_path)
     assert err.value.code == "serve.config_invalid" and names in err.value.message
+
+
+async def _through_gateway(app: object) -> list[dict[str, object]]:
+    """One POST /mcp through the gateway in front of `app` (an ASGI callable); the messages it sent."""
+    from tooldeck.server.gateway import HttpGateway
+
+    sent: list[dict[str, object]] = []
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"",
+             "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")]}
+    body = iter([{"type": "http.request", "body": b"{}", "more_body": False}])
+
+    async def receive() -> dict[str, object]:
+        return next(body, {"type": "http.disconnect"})
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    await HttpGateway(app, HttpGuard.build("127.0.0.1"), 1024)(scope, receive, send)  # type: ignore[arg-type]
+    return sent
+
+
+def _status_and_code(sent: list[dict[str, object]]) -> tuple[object, str]:
+    import orjson
+
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")  # type: ignore[misc]
+    return sent[0]["status"], orjson.loads(body)["error"]["code"]
+
+
+async def test_gateway_answers_in_json_whatever_the_app_does() -> None:
+    async def raises(scope: object, receive: object, send: object) -> None:
+        raise RuntimeError("bug")
+
+    async def bodiless(scope: object, receive: object, send: object) -> None:
+        await send({"type": "http.response.start", "status": 405, "headers": [(b"allow", b"POST")]})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b""})  # type: ignore[operator]
+
+    async def start_then_raise(scope: object, receive: object, send: object) -> None:
+        await send({"type": "http.response.start", "status": 406, "headers": []})  # type: ignore[operator]
+        raise RuntimeError("bug")
+
+    async def start_then_return(scope: object, receive: object, send: object) -> None:
+        await send({"type": "http.response.start", "status": 400, "headers": []})  # type: ignore[operator]
+
+    async def with_body(scope: object, receive: object, send: object) -> None:
+        await send({"type": "http.response.start", "status": 404, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b"Not Found"})  # type: ignore[operator]
+
+    assert _status_and_code(await _through_gateway(raises)) == (500, "serve.internal_error")
+    sent = await _through_gateway(bodiless)
+    assert _status_and_code(sent) == (405, "serve.method_not_allowed") and (b"allow", b"POST") in sent[0]["headers"]  # type: ignore[operator]
+    assert _status_and_code(await _through_gateway(start_then_raise)) == (500, "serve.internal_error")
+    assert _status_and_code(await _through_gateway(start_then_return)) == (400, "serve.bad_request")
+    kept = await _through_gateway(with_body)  # a body of its own is passed through unchanged
+    assert kept[0]["status"] == 404 and kept[1]["body"] == b"Not Found"

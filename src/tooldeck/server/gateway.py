@@ -86,34 +86,43 @@ class HttpGateway:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-        held: Message | None = None
+        sent = False  # something reached the client
+        held: Message | None = None  # an error start without a body type, waiting for its body
+
+        async def forward(message: Message) -> None:
+            nonlocal sent
+            sent = True
+            await send(message)
+
+        async def fill(start: Message) -> None:
+            status = start["status"]
+            code, text = EMPTY_ERRORS.get(status, (f"serve.http_{status}", "The request was refused."))
+            kept = tuple((k, v) for k, v in start.get("headers", ()) if k.lower() in _KEPT_ON_ERRORS)
+            await respond(forward, status, code, text, kept)
 
         async def watched(message: Message) -> None:
-            nonlocal started, held
-            started = True
+            nonlocal held
             if message["type"] == "http.response.start" and message["status"] >= 400 and not any(
                     k.lower() == b"content-type" for k, _ in message.get("headers", ())):
-                held = message  # an error without a body type: see whether a body follows
+                held = message
                 return
             if held is not None:
                 start, held = held, None
                 if message["type"] == "http.response.body" and not message.get("body") \
                         and not message.get("more_body"):
-                    status = start["status"]
-                    code, text = EMPTY_ERRORS.get(status, (f"serve.http_{status}", "The request was refused."))
-                    kept = tuple((k, v) for k, v in start.get("headers", ()) if k.lower() in _KEPT_ON_ERRORS)
-                    await respond(send, status, code, text, kept)
+                    await fill(start)
                     return
-                await send(start)
-            await send(message)
+                await forward(start)
+            await forward(message)
 
         try:
             await self._handle(scope, receive, watched)
+            if held is not None:  # the app ended after a start without a body
+                await fill(held)
         except Exception:
             logger.exception("HTTP request failed inside tooldeck serve: %s %s", scope.get("method"),
                              str(scope.get("path"))[:200])
-            if not started:
+            if not sent:
                 await respond(send, 500, INTERNAL_ERROR,
                               "tooldeck serve failed on this request; the details are in the server log.")
 
