@@ -165,6 +165,10 @@ def requests(draw: st.DrawFn, session_id: str) -> tuple[bytes, bytes]:
         fields["Mcp-Session-Id"] = None  # keep the shared session open (and no endless stream to wait for)
     if method in ("GET", "HEAD", "OPTIONS", "DELETE") and draw(st.booleans()):
         body = b""
+    if bad_line is not None:
+        # The server answers a malformed head at once and closes; a large body still on its way would make
+        # the kernel reset the connection before the client reads the answer (a race of the test, not the server).
+        body = body[:1000]
     headers = [(k, v) for k, v in fields.items() if v is not None]
     if chunked and body:
         headers.append(("Transfer-Encoding", "chunked"))
