@@ -80,3 +80,11 @@ def test_connect_flag_is_checked(tmp_path: Path) -> None:
     proc = subprocess.run([TOOLDECK, "serve", "--home", str(tmp_path), "--connect", "eager"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--connect must be lazy or start" in proc.stderr
+
+
+def test_an_unknown_or_bad_serve_key_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "tooldeck.toml").write_text("[serve]\nmax_session = 3\nheader_timeout = 0\n")
+    r = invoke("--home", str(tmp_path))
+    assert r.exit_code == 2 and "serve.config_invalid" in r.stderr
+    assert "`serve.max_session`: unknown key" in r.stderr and "max_sessions" in r.stderr
+    assert "`serve.header_timeout`" in r.stderr

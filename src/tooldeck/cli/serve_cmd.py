@@ -61,16 +61,18 @@ def serve(
     = "warning",
 ) -> None:
     """Serve the tools of the snapshot as an MCP server; every call goes through the gate. Ctrl-C stops it."""
-    from tooldeck.server.config import configured_token
+    from tooldeck.server.config import ServeConfig, load_serve_config
     from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
 
     if connect not in (None, "lazy", "start"):
         fail_usage(f"--connect must be lazy or start, not {connect!r}")
-    if token is None and not stdio:  # HTTP (the default transport): the token may come from tooldeck.toml
+    settings = ServeConfig()
+    if not stdio:  # HTTP (the default transport): the token and the bounds may come from tooldeck.toml
         try:
-            token = configured_token(Path(home))
+            settings = load_serve_config(Path(home))
         except TooldeckError as exc:
             usage_errors(exc)
+        token = token or settings.token
     address = _check_usage(stdio, http, scene, log_level, bool(token or allow_host or allow_origin))
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="tooldeck serve: %(levelname)s %(message)s")
     try:
@@ -86,7 +88,7 @@ def serve(
     except TooldeckError as exc:
         usage_errors(exc)
         return
-    mcp = TooldeckMCPServer(runtime, ServeOptions(scene=cast(Scene, scene)))
+    mcp = TooldeckMCPServer(runtime, ServeOptions(scene=cast(Scene, scene), limits=settings))
     try:
         if address is None:
             typer.echo(f"tooldeck serving MCP on stdio (home {runtime.home})", err=True)

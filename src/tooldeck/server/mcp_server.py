@@ -10,11 +10,12 @@ A background check rebuilds the snapshots when the catalog changes and tells the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -35,10 +36,15 @@ from tooldeck.core.errors import UNKNOWN_TOOL
 from tooldeck.dispatch import Confirm, ConfirmationRequest
 from tooldeck.runtime import Runtime
 from tooldeck.server.address import MCP_PATH
+from tooldeck.server.config import ServeConfig
 from tooldeck.server.confirm import InputRequiredConfirm, declared_elicitation, elicitation_confirm
+from tooldeck.server.connections import ACCEPT_BACKLOG, ConnectionLimiter, connection_cap
 from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
+from tooldeck.server.faults import FaultBoundary
+from tooldeck.server.gateway import HttpGateway
 from tooldeck.server.mapping import to_call_result
-from tooldeck.server.security import GuardMiddleware, HttpGuard
+from tooldeck.server.security import HttpGuard
+from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
 
 logger = logging.getLogger("tooldeck.serve")
@@ -55,7 +61,12 @@ class ServeOptions:
     """An MCP client is not a tooldeck chat UI: tools that need one are not offered."""
     watch_interval_s: float | None = 1.0
     """How often the catalog is checked for changes; None turns the check off."""
-    session_idle_timeout_s: float | None = 30 * 60
+    limits: ServeConfig = field(default_factory=ServeConfig)
+    """The `[serve]` bounds (HTTP only: connections, read deadlines, body size, sessions)."""
+
+    @property
+    def session_idle_timeout_s(self) -> float:
+        return self.limits.session_idle_timeout
 
 
 class _Server(Server[dict[str, Any]]):
@@ -81,6 +92,8 @@ class TooldeckMCPServer:
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
         self._fingerprint: bytes | None = None
+        self.http_server: Any = None
+        """The uvicorn server while `serve_http` runs (its `should_exit` stops it)."""
         self.server = _Server(
             SERVER_NAME,
             version=__version__,
@@ -92,7 +105,8 @@ class TooldeckMCPServer:
             on_subscriptions_listen=self._listen,
         )
         # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
-        self.server.middleware = []
+        # What stays: faults escaping a handler become JSON-RPC -32603, never the SDK's code 0.
+        self.server.middleware = [FaultBoundary()]
 
     # -- lifecycle --------------------------------------------------------------------------------
     @asynccontextmanager
@@ -176,26 +190,42 @@ class TooldeckMCPServer:
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     def http_app(self, guard: HttpGuard) -> ASGIApp:
-        """The streamable-HTTP ASGI app at `/mcp`, behind the Host/Origin/token guard."""
+        """The streamable-HTTP ASGI app at `/mcp`, behind the gateway (request checks, body limit, session cap)."""
+        limits = self.options.limits
         app = self.server.streamable_http_app(
             streamable_http_path=MCP_PATH,
-            # The guard below does Host/Origin (loopback by default, configurable); the SDK's own check is
+            # The gateway does Host/Origin (loopback by default, configurable); the SDK's own check is
             # stricter about ports and would refuse what the guard allows.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            session_idle_timeout=self.options.session_idle_timeout_s,
+            session_idle_timeout=limits.session_idle_timeout,
             event_store=MemoryEventStore(),
             retry_interval=RETRY_INTERVAL_MS,
+            max_request_body_size=limits.max_body_bytes,
+            max_sessions=limits.max_sessions + 16,  # a backstop only: the gateway's cap evicts before this refuses
         )
-        return GuardMiddleware(app, guard, on_session_end=self.registry.forget)
+        cap = SessionCap(limits.max_sessions, limits.session_idle_timeout)
+        return HttpGateway(app, guard, limits.max_body_bytes, limits.max_header_bytes, cap,
+                           on_session_end=self.registry.forget)
 
     async def serve_http(self, sock: socket.socket, guard: HttpGuard,
                          on_ready: Callable[[], None] | None = None) -> None:
         """Serve on an already-bound socket until SIGINT/SIGTERM."""
         import uvicorn
 
+        limits = self.options.limits
+        max_connections = connection_cap(limits.max_connections)
+        if max_connections < limits.max_connections:
+            logger.warning("max_connections lowered from %d to %d to fit the open-file limit (ulimit -n)",
+                           limits.max_connections, max_connections)
+        limiter = ConnectionLimiter(max_connections, limits.header_timeout, limits.body_timeout)
         config = uvicorn.Config(self.http_app(guard), log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=3, access_log=False)
-        server = uvicorn.Server(config)
+                                timeout_graceful_shutdown=3, access_log=False,
+                                http=limiter.protocol_class(), backlog=ACCEPT_BACKLOG,
+                                timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
+                                h11_max_incomplete_event_size=limits.max_header_bytes,
+                                proxy_headers=False)  # nothing sits in front: X-Forwarded-* are not trusted
+        server = self.http_server = uvicorn.Server(config)
+        asyncio.get_running_loop().set_exception_handler(limiter.exception_handler)
         if on_ready is not None:
             on_ready()
         await server.serve(sockets=[sock])
