@@ -1,9 +1,11 @@
-"""What the MCP manager knows about one configured server (lives on the manager; mutated on the MCP loop)."""
+"""What the MCP manager knows about one configured server (`ServerState`: lives on the manager, mutated on
+the MCP loop), and where a home keeps the files of its servers (`McpDirs`)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tooldeck.catalog.sources import Diagnostic
@@ -12,6 +14,24 @@ from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp.client import ServerConnection
 from tooldeck.sources.mcp.failures import Failure
+
+
+@dataclass(frozen=True, slots=True)
+class McpDirs:
+    """`<home>/mcp/`: each registration's cached catalog, last failure and the stderr log of its process."""
+
+    home: Path
+
+    @property
+    def catalogs(self) -> Path:
+        return self.home / "mcp" / "catalogs"
+
+    @property
+    def failures(self) -> Path:
+        return self.home / "mcp" / "failures"
+
+    def log(self, registration_id: str) -> Path:
+        return self.home / "mcp" / "logs" / f"{registration_id}.log"
 
 
 @dataclass(slots=True)
