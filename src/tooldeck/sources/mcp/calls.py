@@ -8,12 +8,14 @@
   timeout for the tool, so that the MCP outcome, not a generic `tool.timeout`, is what the model and
   the records get; tooldeck's own timeout (that plus a grace second) ends a call the SDK cannot end.
 - Whatever the call raises becomes an outcome in one place, `call_outcome.classify_call`; a failure of
-  the server that the outcome reveals is recorded (`health.failed`).
+  the server that the outcome reveals is recorded (`health.failed`), and the rule that decided is
+  logged at debug level on `tooldeck.mcp`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from tooldeck.catalog.sources import CallContext, Executable
@@ -23,11 +25,13 @@ from tooldeck.sources.mcp import health
 from tooldeck.sources.mcp.call_outcome import CallFacts, classify_call
 from tooldeck.sources.mcp.content import SaveTarget, result_output
 from tooldeck.sources.mcp.discovery import Discovery
-from tooldeck.sources.mcp.failures import ConnectFailed
+from tooldeck.sources.mcp.failures import ConnectFailed, describe
 from tooldeck.sources.mcp.loop import LoopSlot
 from tooldeck.sources.mcp.outcomes import connect_failed, not_sent
 from tooldeck.sources.mcp.servers import Servers
 from tooldeck.sources.mcp.state import ServerState
+
+log = logging.getLogger("tooldeck.mcp")
 
 CALL_GRACE_S = 1.0
 """How much longer than the SDK's call timeout tooldeck's own timeout waits."""
@@ -95,6 +99,8 @@ class Calls:
         except Exception as exc:
             outcome = classify_call(CallFacts(exc, server, native, timeout, conn.evidence.decisive_reply(),
                                               conn.classify))
+            log.debug("MCP server `%s`: the call to `%s` raised %s: outcome %s (%s)", server, native, describe(exc),
+                      outcome.rule, outcome.output.error_code)
             if outcome.failure is not None:
                 health.failed(self.servers.dirs, state, outcome.failure, persist=outcome.persist)
             return outcome.output

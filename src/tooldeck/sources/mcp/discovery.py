@@ -74,10 +74,12 @@ class Discovery:
         before = set(state.catalog.names) if state.catalog else set()
         try:
             conn = await self.connect(state)
+            await self.list(state, conn)
         except ConnectFailed:
             return RefreshReport(name, False, len(before), [], [], state.error, server_diagnostics(state),
                                  state.failure)
-        await self.list(state, conn)
+        finally:
+            state.discovering = False
         after = set(state.catalog.names) if state.catalog else set()
         return RefreshReport(name, state.failure is None, len(after), sorted(after - before),
                              sorted(before - after), state.error, server_diagnostics(state), state.failure)

@@ -104,6 +104,7 @@ class McpManager:
             if state.config.paused:
                 continue
             if state.catalog is None:
+                state.discovering = True  # "still starting" from now on, not only once the loop has begun
                 first.append(self.loop.submit(self.discovery.refresh(state)))
             elif self.config.connect == "start":
                 self.loop.submit(self.discovery.refresh(state))

@@ -48,6 +48,9 @@ class ServerState:
     """(code, summary) of the failure this process last logged at warning level (to log each change once)."""
     listed_connect: int = -1
     """The connection generation whose listing is in `catalog` (a reconnect lists again before calling)."""
+    discovering: bool = False
+    """A first discovery was handed to the MCP loop and has not finished: the server is starting even before
+    that loop has made its connection (set by the thread that submits it, cleared by the discovery)."""
     refresh_task: asyncio.Task[Any] | None = None
     refresh_again: bool = False
     refreshes: int = 0
@@ -62,4 +65,5 @@ class ServerState:
 
     @property
     def connecting(self) -> bool:
-        return self.connection is not None and self.connection.state == "connecting"
+        """Starting: a first discovery is under way, or the connection is being made."""
+        return self.discovering or (self.connection is not None and self.connection.state == "connecting")
