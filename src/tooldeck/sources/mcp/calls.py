@@ -71,7 +71,7 @@ class Calls:
             return not_sent(server, native, "paused", "the server is paused in the tooldeck configuration",
                             "Use another tool, or ask the user to resume the server.")
         permission = self.servers.permissions.get(tool_id)
-        if permission is None:  # a tool listed since the snapshot was made, or never listed
+        if permission is None:  # not in the current catalogs: its configured permission
             permission = self.servers.permission(state, native)
         if permission == "off":
             return not_sent(server, native, "tool_off", "the tool is turned off (permission `off`)",
