@@ -169,8 +169,8 @@ async def _hook_us() -> tuple[float, float, float]:
     """(empty hook, evidence hook on a 200 JSON reply, on a 401 with a challenge), µs per response."""
     import httpx2
 
-    from tooldeck.sources.mcp.client import _observer
     from tooldeck.sources.mcp.evidence import Evidence
+    from tooldeck.sources.mcp.transport import response_observer
 
     body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                        "params": {"name": "echo", "arguments": ARGS}}).encode()
@@ -178,7 +178,7 @@ async def _hook_us() -> tuple[float, float, float]:
     ok = httpx2.Response(200, headers={"content-type": "application/json"}, request=request)
     refused = httpx2.Response(401, headers={"content-type": "application/json",
                                             "www-authenticate": 'Bearer error="invalid_token"'}, request=request)
-    observe = _observer(Evidence())
+    observe = response_observer(Evidence())
 
     async def empty(_response: Any) -> None:
         return None

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,16 @@ def auth_fixture() -> Iterator[tuple[str, Path]]:
     yield f"http://127.0.0.1:{port}/mcp", flag
     stop(proc)
     shutil.rmtree(flag.parent, ignore_errors=True)
+
+
+def poll(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+    """Wait for `condition` to hold, polling; False if it still does not after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
 
 
 def pid_gone(pid: int, timeout: float = 20.0) -> bool:

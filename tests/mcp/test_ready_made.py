@@ -44,8 +44,10 @@ def _check_everything(rt: Runtime, prefix: str) -> None:
     png = inv.run_state.workspace_root / next(r for r in image.resource_refs if r.endswith(".png"))
     assert png.read_bytes().startswith(b"\x89PNG")
     structured = call(inv, f"mcp__{prefix}__get-structured-content", {"location": "New York"})
+    weather = {"temperature": 33, "conditions": "Cloudy", "humidity": 82}  # what the pinned server returns
     assert not structured.is_error
-    assert structured.structured is not None
+    assert structured.structured == weather  # `structuredContent` as the server sent it
+    assert json.loads(structured.content) == weather  # its text block is that JSON: no `## Details` repeat
 
 
 def test_server_everything_over_stdio(tmp_path: Path, everything_js: Path) -> None:

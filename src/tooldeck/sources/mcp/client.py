@@ -5,8 +5,9 @@ task groups belong to the task that opened them); calls and listings are made fr
 the same loop. A dead connection (process exited, stream closed) is noticed on the next use and
 replaced; the holder catches every failure of the server, so a crashing server never takes
 tooldeck down, and turns it into a `Failure` (`failures.classify`) with the evidence this
-connection gathered: the HTTP replies (a response hook, since the SDK keeps no status), the stdout
-lines that were not MCP, and the end of the process's stderr (`<home>/mcp/logs/<registration>.log`).
+connection gathered: the HTTP replies (`transport.response_observer`, since the SDK keeps no status),
+the stdout lines that were not MCP, and the end of the process's stderr
+(`<home>/mcp/logs/<registration>.log`). Listing is `listing.py`'s.
 """
 
 from __future__ import annotations
@@ -16,99 +17,28 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import httpx2
 import mcp_types as types
-import orjson
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from tooldeck.sources.mcp.catalog import MAX_PAGES, MAX_TOOLS
+from tooldeck.sources.mcp import listing
 from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.config import Endpoint
-from tooldeck.sources.mcp.evidence import (
-    STDERR_READ_BYTES,
-    Evidence,
-    HttpReply,
-    last_lines,
-    plain_success,
-    shown_url,
-)
+from tooldeck.sources.mcp.evidence import STDERR_READ_BYTES, Evidence, last_lines
 from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Stage, Target, describe
+from tooldeck.sources.mcp.transport import open_transport
 
 log = logging.getLogger("tooldeck.mcp")
 
 CLIENT_INFO = types.Implementation(name="tooldeck", version="0.1.0")
 _SHUTDOWN_WAIT_S = 10.0
-_HTTP_READ_TIMEOUT_S = 300.0
-
-
-@dataclass(slots=True)
-class Listing:
-    tools: list[dict[str, Any]]
-    notes: list[str] = field(default_factory=list)
-    protocol_version: str | None = None
-    server_info: dict[str, Any] | None = None
-    instructions: str | None = None
-
-
-class ListingFailed(Exception):
-    pass
-
-
-def _jsonrpc_method(request: httpx2.Request) -> str:
-    """The JSON-RPC method a POST carries (read from its already-encoded body), or ""."""
-    try:
-        body = request.content
-        if len(body) > 64 * 1024:
-            return ""
-        data = orjson.loads(body)
-    except (httpx2.RequestNotRead, orjson.JSONDecodeError):
-        return ""
-    method = data.get("method") if isinstance(data, dict) else None
-    return method if isinstance(method, str) else ""
-
-
-def _observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[None]]:
-    """An httpx response hook that keeps what each MCP POST got: status, content type, challenge, location."""
-
-    async def observe(response: httpx2.Response) -> None:
-        request = response.request
-        if request.method != "POST":  # the GET event stream may be refused (405) by servers without one
-            return
-        try:
-            headers = response.headers
-            status, content_type = response.status_code, headers.get("content-type", "")
-            if plain_success(status, content_type):  # every call's path: no parsing, no allocation
-                evidence.succeeded()
-                return
-            evidence.add_reply(HttpReply(
-                _jsonrpc_method(request), shown_url(str(request.url)), status, response.reason_phrase, content_type,
-                ", ".join(headers.get_list("www-authenticate")), headers.get("location", "")))
-        except Exception:  # observing must never break a request
-            log.debug("could not record an HTTP reply", exc_info=True)
-
-    return observe
-
-
-@asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
-                          evidence: Evidence) -> AsyncIterator[Any]:
-    timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
-    async with (httpx2.AsyncClient(headers=headers, timeout=timeout,
-                                   event_hooks={"response": [_observer(evidence)]}) as http,
-                streamable_http_client(url, http_client=http) as streams):
-        yield streams
 
 
 def _raw_line(exc: Exception) -> str:
@@ -237,15 +167,6 @@ class ServerConnection:
         self._stderr_from = os.fstat(errlog.fileno()).st_size
         return errlog
 
-    def _transport(self, errlog: IO[str] | None) -> Any:
-        ep = self.endpoint
-        if ep.transport == "http":
-            assert ep.url is not None
-            return _http_transport(ep.url, dict(ep.headers), self.connect_timeout, self.evidence)
-        assert ep.command is not None and errlog is not None
-        params = StdioServerParameters(command=ep.command, args=list(ep.args), env=dict(ep.env) or None, cwd=ep.cwd)
-        return stdio_client(params, errlog=errlog)
-
     async def _hold(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         """Enter the client, publish it, wait for `stop`, exit. Never raises."""
         errlog: IO[str] | None = None
@@ -253,7 +174,8 @@ class ServerConnection:
         try:
             if self.endpoint.transport == "stdio":
                 errlog = self._open_errlog()
-            client = Client(self._transport(errlog), mode=self.protocol, cache=None, client_info=CLIENT_INFO,
+            transport = open_transport(self.endpoint, errlog, self.connect_timeout, self.evidence)
+            client = Client(transport, mode=self.protocol, cache=None, client_info=CLIENT_INFO,
                             message_handler=self._on_message)
             async with client:
                 self.client = client
@@ -301,64 +223,11 @@ class ServerConnection:
                                                        "was sent"), "session"))
         return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
 
-    async def list_tools(self, timeout: float) -> Listing:
-        """Every page of tools/list (at most 32 pages), as raw tool objects with wire field names."""
+    async def list_tools(self, timeout: float) -> listing.Listing:
+        """Every page of tools/list (`listing.py`), as raw tool objects with wire field names."""
         client = self.client
         if client is None:
             raise ConnectFailed(self.classify(MCPError(CONNECTION_CLOSED, "the connection closed before the listing "
                                                        "was requested"), "session"))
         self.evidence.replies.clear()
-        tools: list[dict[str, Any]] = []
-        notes: list[str] = []
-        cursor: str | None = None
-        for _page in range(MAX_PAGES):
-            async with asyncio.timeout(timeout):
-                page, cursor = await self._list_page(client, cursor, timeout)
-            tools.extend(page)
-            if not cursor:
-                break
-            if len(tools) > MAX_TOOLS:
-                notes.append(f"the server lists more than {MAX_TOOLS} tools; later pages were not read")
-                break
-        else:
-            notes.append(f"the listing has more than {MAX_PAGES} pages; later pages were not read")
-        info = client.server_info
-        return Listing(tools, notes, client.protocol_version,
-                       info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else None,
-                       client.instructions)
-
-    async def _list_page(self, client: Client, cursor: str | None,
-                         timeout: float) -> tuple[list[dict[str, Any]], str | None]:
-        try:
-            result = await client.list_tools(cursor=cursor)
-        except ValidationError:
-            # One bad tool makes the SDK reject the whole page; read it raw so only that tool is dropped.
-            return await self._list_page_raw(client, cursor, timeout)
-        return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools], result.next_cursor
-
-    async def _list_page_raw(self, client: Client, cursor: str | None,
-                             timeout: float) -> tuple[list[dict[str, Any]], str | None]:
-        session = client.session
-        stamp = getattr(session, "_stamp", None)
-        dispatcher = getattr(session, "_dispatcher", None)
-        if stamp is None or dispatcher is None:  # pragma: no cover - only if the SDK internals move
-            raise ListingFailed("the server's tools/list result is not valid MCP")
-        data: dict[str, Any] = {"method": "tools/list"}
-        if cursor:
-            data["params"] = {"cursor": cursor}
-        opts: dict[str, Any] = {"timeout": timeout}
-        stamp(data, opts)
-        raw = await dispatcher.send_raw_request("tools/list", data.get("params") or None, opts)
-        tools = raw.get("tools") if isinstance(raw, dict) else None
-        if not isinstance(tools, list):
-            raise ListingFailed("the server's tools/list result has no `tools` array")
-        valid: list[types.Tool] = []
-        for tool in tools:
-            with contextlib.suppress(ValidationError, TypeError):
-                valid.append(types.Tool.model_validate(tool, by_name=False))
-        absorb = getattr(session, "_absorb_tool_listing", None)
-        if absorb is not None:  # so output-schema checks of later calls need no second listing
-            with contextlib.suppress(Exception):
-                absorb(types.ListToolsResult(tools=valid), complete=False)
-        next_cursor = raw.get("nextCursor")
-        return tools, next_cursor if isinstance(next_cursor, str) and next_cursor else None
+        return await listing.list_tools(client, timeout)

@@ -1,4 +1,5 @@
-"""One dedicated background thread with its own event loop for every MCP session.
+"""One dedicated background thread with its own event loop for every MCP session (`BackgroundLoop`), and the
+slot a manager keeps it in (`LoopSlot`).
 
 A Runtime may be driven from its private loop (the sync facade), from the host's loop
 (`await inv.arun(...)`) or from `tooldeck serve`'s loop; MCP sessions hold anyio task groups and
@@ -78,3 +79,23 @@ class BackgroundLoop:
                 self.submit(_cancel_all()).result(timeout + 1)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout)
+
+
+class LoopSlot:
+    """A manager's MCP loop: none until first used (a manager that only reads caches starts no thread),
+    at most one, and `closed` once the manager is closed (nothing is sent after that)."""
+
+    def __init__(self) -> None:
+        self.started: BackgroundLoop | None = None
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def get(self) -> BackgroundLoop:
+        """The loop, started on first use."""
+        loop = self.started
+        if loop is None:
+            with self._lock:
+                if self.started is None:
+                    self.started = BackgroundLoop()
+                loop = self.started
+        return loop

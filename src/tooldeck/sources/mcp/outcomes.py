@@ -32,6 +32,12 @@ def not_sent(server: str, tool: str, reason: str, detail: str, advice: str,
     return ToolOutput.error(NOT_SENT, message, {"error": error})
 
 
+def connect_failed(server: str, tool: str, failure: Failure) -> ToolOutput:
+    """Not sent: the server could not be connected, or its session was gone before the request was written."""
+    return not_sent(server, tool, "connect_failed", f"the server {failure.summary}", failure.model_advice(),
+                    cause=failure.to_dict())
+
+
 def refused(server: str, tool: str, failure: Failure) -> ToolOutput:
     """The server refused the call's credentials (HTTP 401/403) before the tool ran."""
     message = (f"MCP server `{server}` refused the call to `{tool}`: it {failure.summary}. The tool did not run. "

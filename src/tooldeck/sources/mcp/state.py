@@ -1,9 +1,11 @@
-"""What the MCP manager knows about one configured server (lives on the manager; mutated on the MCP loop)."""
+"""What the MCP manager knows about one configured server (`ServerState`: lives on the manager, mutated on
+the MCP loop), and where a home keeps the files of its servers (`McpDirs`)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tooldeck.catalog.sources import Diagnostic
@@ -12,6 +14,24 @@ from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp.client import ServerConnection
 from tooldeck.sources.mcp.failures import Failure
+
+
+@dataclass(frozen=True, slots=True)
+class McpDirs:
+    """`<home>/mcp/`: each registration's cached catalog, last failure and the stderr log of its process."""
+
+    home: Path
+
+    @property
+    def catalogs(self) -> Path:
+        return self.home / "mcp" / "catalogs"
+
+    @property
+    def failures(self) -> Path:
+        return self.home / "mcp" / "failures"
+
+    def log(self, registration_id: str) -> Path:
+        return self.home / "mcp" / "logs" / f"{registration_id}.log"
 
 
 @dataclass(slots=True)
@@ -28,6 +48,9 @@ class ServerState:
     """(code, summary) of the failure this process last logged at warning level (to log each change once)."""
     listed_connect: int = -1
     """The connection generation whose listing is in `catalog` (a reconnect lists again before calling)."""
+    discovering: bool = False
+    """A first discovery was handed to the MCP loop and has not finished: the server is starting even before
+    that loop has made its connection (set by the thread that submits it, cleared by the discovery)."""
     refresh_task: asyncio.Task[Any] | None = None
     refresh_again: bool = False
     refreshes: int = 0
@@ -42,4 +65,5 @@ class ServerState:
 
     @property
     def connecting(self) -> bool:
-        return self.connection is not None and self.connection.state == "connecting"
+        """Starting: a first discovery is under way, or the connection is being made."""
+        return self.discovering or (self.connection is not None and self.connection.state == "connecting")

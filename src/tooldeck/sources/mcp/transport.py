@@ -1,0 +1,83 @@
+"""How a connection reaches its server: the stdio process (its stderr into the server's log) or the
+streamable HTTP client, whose response hook keeps what the SDK drops.
+
+The SDK turns an HTTP error status into a generic JSON-RPC error and keeps neither the status nor the
+headers, so `response_observer` records every POST reply that is not a plain MCP success in the
+connection's `Evidence` (status, content type, `WWW-Authenticate`, `Location`). It runs on every
+call, so a plain success costs one status and content-type check; it never breaks a request.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import IO, Any
+
+import httpx2
+import orjson
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tooldeck.sources.mcp.config import Endpoint
+from tooldeck.sources.mcp.evidence import Evidence, HttpReply, plain_success, shown_url
+
+log = logging.getLogger("tooldeck.mcp")
+
+_HTTP_READ_TIMEOUT_S = 300.0
+
+
+def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence) -> Any:
+    """The SDK transport (an async context manager of streams) for `endpoint`; stdio needs `errlog`."""
+    if endpoint.transport == "http":
+        assert endpoint.url is not None
+        return _http_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence)
+    assert endpoint.command is not None and errlog is not None
+    params = StdioServerParameters(command=endpoint.command, args=list(endpoint.args), env=dict(endpoint.env) or None,
+                                   cwd=endpoint.cwd)
+    return stdio_client(params, errlog=errlog)
+
+
+def _jsonrpc_method(request: httpx2.Request) -> str:
+    """The JSON-RPC method a POST carries (read from its already-encoded body), or ""."""
+    try:
+        body = request.content
+        if len(body) > 64 * 1024:
+            return ""
+        data = orjson.loads(body)
+    except (httpx2.RequestNotRead, orjson.JSONDecodeError):
+        return ""
+    method = data.get("method") if isinstance(data, dict) else None
+    return method if isinstance(method, str) else ""
+
+
+def response_observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """An httpx response hook that keeps what each MCP POST got: status, content type, challenge, location."""
+
+    async def observe(response: httpx2.Response) -> None:
+        request = response.request
+        if request.method != "POST":  # the GET event stream may be refused (405) by servers without one
+            return
+        try:
+            headers = response.headers
+            status, content_type = response.status_code, headers.get("content-type", "")
+            if plain_success(status, content_type):  # every call's path: no parsing, no allocation
+                evidence.succeeded()
+                return
+            evidence.add_reply(HttpReply(
+                _jsonrpc_method(request), shown_url(str(request.url)), status, response.reason_phrase, content_type,
+                ", ".join(headers.get_list("www-authenticate")), headers.get("location", "")))
+        except Exception:  # observing must never break a request
+            log.debug("could not record an HTTP reply", exc_info=True)
+
+    return observe
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
+                          evidence: Evidence) -> AsyncIterator[Any]:
+    timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
+    async with (httpx2.AsyncClient(headers=headers, timeout=timeout,
+                                   event_hooks={"response": [response_observer(evidence)]}) as http,
+                streamable_http_client(url, http_client=http) as streams):
+        yield streams
