@@ -26,28 +26,18 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
 from tooldeck.sources.mcp import listing
 from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import STDERR_READ_BYTES, Evidence, last_lines
 from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Stage, Target, describe
-from tooldeck.sources.mcp.transport import open_transport
+from tooldeck.sources.mcp.transport import open_transport, raw_line
 
 log = logging.getLogger("tooldeck.mcp")
 
 CLIENT_INFO = types.Implementation(name="tooldeck", version="0.1.0")
 _SHUTDOWN_WAIT_S = 10.0
-
-
-def _raw_line(exc: Exception) -> str:
-    """The stdout line behind a parse error of the stdio transport (pydantic keeps it as the input)."""
-    if isinstance(exc, ValidationError):
-        for error in exc.errors(include_url=False):
-            if isinstance(error.get("input"), str):
-                return error["input"]
-    return describe(exc)
 
 
 class ServerConnection:
@@ -212,7 +202,8 @@ class ServerConnection:
         if isinstance(message, types.ToolListChangedNotification):
             self.on_tools_changed()
         elif isinstance(message, Exception):  # a stdout line that is not JSON-RPC, or a broken SSE event
-            self.evidence.add_noise(_raw_line(message))
+            if self.endpoint.transport != "stdio":  # stdio lines are noted as they are read (transport.py)
+                self.evidence.add_noise(raw_line(message))
             log.debug("MCP server %s: transport message: %s", self.name, describe(message))
 
     # -- requests ---------------------------------------------------------------------------------

@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import IO, Any
 
 import httpx2
 import orjson
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import ValidationError
 
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import Evidence, HttpReply, plain_success, shown_url
+from tooldeck.sources.mcp.failures import describe
 
 log = logging.getLogger("tooldeck.mcp")
 
@@ -35,7 +38,62 @@ def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: 
     assert endpoint.command is not None and errlog is not None
     params = StdioServerParameters(command=endpoint.command, args=list(endpoint.args), env=dict(endpoint.env) or None,
                                    cwd=endpoint.cwd)
-    return stdio_client(params, errlog=errlog)
+    return _stdio_transport(params, errlog, evidence)
+
+
+def raw_line(exc: Exception) -> str:
+    """The stdout line behind a parse error of the stdio transport (pydantic keeps it as the input)."""
+    if isinstance(exc, ValidationError):
+        for error in exc.errors(include_url=False):
+            if isinstance(error.get("input"), str):
+                return error["input"]
+    return describe(exc)
+
+
+class _ObservedReadStream:
+    """The stdio read stream, noting each stdout line that is not JSON-RPC in `Evidence` as it is read.
+
+    The SDK hands such a line to the message handler in a task of its own, which can run after the
+    end of the stream has already failed the handshake; noted here, in stream order, the line is in
+    the evidence before the failure is classified.
+    """
+
+    __slots__ = ("_evidence", "_inner")
+
+    def __init__(self, inner: Any, evidence: Evidence) -> None:
+        self._inner, self._evidence = inner, evidence
+
+    def _seen(self, item: Any) -> Any:
+        if isinstance(item, Exception):
+            self._evidence.add_noise(raw_line(item))
+        return item
+
+    async def receive(self) -> Any:
+        return self._seen(await self._inner.receive())
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _ObservedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        return self._seen(await self._inner.__anext__())
+
+    async def __aenter__(self) -> _ObservedReadStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc, tb)
+
+
+@asynccontextmanager
+async def _stdio_transport(params: StdioServerParameters, errlog: IO[str],
+                           evidence: Evidence) -> AsyncIterator[Any]:
+    async with stdio_client(params, errlog=errlog) as (read_stream, write_stream):
+        yield _ObservedReadStream(read_stream, evidence), write_stream
 
 
 def _jsonrpc_method(request: httpx2.Request) -> str:
