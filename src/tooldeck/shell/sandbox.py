@@ -1,0 +1,189 @@
+"""One shell call inside a worker process: a fresh bashkit interpreter over the mounts, run to an outcome.
+
+Nothing of the host is reachable: bashkit runs every command in-process (no host programs), sees a
+synthetic environment, has networking off, and reaches host files only through the mounts the host
+sent. `python`/`python3`, `js`/`node`, `rm`, `rmdir` and `sleep` are our own builtins (see their
+modules). The process runs under `RLIMIT_FSIZE`, so no write of any command can make a file larger
+than the shell's file limit: the kernel refuses it (`File too large`) and the command fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tooldeck.shell import vfs
+from tooldeck.shell.budget import CANCEL, TIMEOUT, Budget
+from tooldeck.shell.limits import MIB, ShellLimits
+
+ENV = {"HOME": "/", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "sandbox", "SHELL": "/bin/bash"}
+BACKSTOP_S = 60.0
+"""bashkit's own timeout, far past the call's: the host stops the call (and kills this process if
+need be) long before; it only matters if the host is gone."""
+EXITED, TIMED_OUT, CANCELLED, FAILED = "exited", "timed_out", "cancelled", "failed"
+
+Emit = Callable[[str, str], None]
+"""Receives `(stdout_chunk, stderr_chunk)` as the command produces output."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRequest:
+    command: str
+    workdir: str
+    mounts: tuple[tuple[str, str, bool], ...]
+    """(host path, mount point, writable)."""
+    notes: tuple[str, ...]
+    limits: ShellLimits
+    replaced_text: bool = False
+    """The command held lone surrogates, replaced by U+FFFD (see `text.py`)."""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CallRequest:
+        return cls(str(d["command"]), str(d.get("workdir") or "/"),
+                   tuple((str(h), str(v), bool(w)) for h, v, w in d.get("mounts", ())),
+                   tuple(str(n) for n in d.get("notes", ())), ShellLimits.from_dict(d.get("limits") or {}),
+                   bool(d.get("replaced_text")))
+
+
+def builtins(budget: Budget, limits: ShellLimits, roots: vfs.Roots, replaced: bool,
+             emit: Emit) -> dict[str, Callable[..., Any]]:
+    """The custom builtins of every shell call. Engines load lazily on first use."""
+    from tooldeck.shell import commands
+
+    def kept(result: Any) -> Any:
+        # bashkit drops the output of the command it was running when the call is stopped: what a
+        # stopped python3/js printed (and why it stopped) goes to the call's output instead.
+        if budget.stopped.is_set() and (result.stdout or result.stderr):
+            emit(result.stdout, result.stderr)
+            return type(result)("", "", result.exit_code)
+        return result
+
+    def python(ctx: Any) -> Any:
+        from tooldeck.shell.python import PythonProgram
+
+        return kept(PythonProgram(ctx, budget, limits, roots, replaced_text=replaced).main(list(ctx.argv)))
+
+    def js(ctx: Any) -> Any:
+        from tooldeck.shell.js import JsProgram
+
+        return kept(JsProgram(ctx, budget, limits, roots, replaced_text=replaced).main(list(ctx.argv)))
+
+    async def sleep(ctx: Any) -> Any:
+        return await commands.sleep(ctx, budget)
+
+    return {"python": python, "python3": python, "js": js, "node": js, "sleep": sleep,
+            "rm": lambda ctx: commands.rm(ctx, roots), "rmdir": lambda ctx: commands.rmdir(ctx, roots)}
+
+
+def set_file_limit(max_bytes: int) -> None:
+    """The kernel's cap on any file this process (and its monty children) writes."""
+    try:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of being killed
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        want = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
+        if soft != want:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (want, hard))
+    except (ImportError, OSError, ValueError):  # not a POSIX host: the python/js file APIs still check
+        pass
+
+
+class Sandbox:
+    def __init__(self, request: CallRequest, budget: Budget, emit: Emit) -> None:
+        self.request = request
+        self.limits = request.limits
+        self.budget = budget
+        self.emit = emit
+        self.roots = vfs.Roots([v for _, v, _ in request.mounts])
+        self.stderr_tail = ""
+
+    def _sink(self, out: str, err: str) -> None:
+        if err:
+            self.stderr_tail = (self.stderr_tail + err)[-4096:]
+        self.emit(out, err)
+
+    def run(self) -> dict[str, Any]:
+        """Run the command; the outcome as the DONE frame's payload."""
+        from bashkit import Bash, FileSystem
+
+        req, limits = self.request, self.limits
+        set_file_limit(limits.max_file_bytes)
+        bash = Bash(cwd="/", env=ENV, hostname="sandbox", username="sandbox",
+                    timeout_seconds=limits.timeout_s + BACKSTOP_S, max_commands=limits.max_commands,
+                    max_loop_iterations=limits.max_loop_iterations,
+                    custom_builtins=builtins(self.budget, limits, self.roots, req.replaced_text, self._sink))
+        notes = list(req.notes)
+        for host, point, writable in req.mounts:
+            try:
+                bash.mount(point, FileSystem.real(host, writable=writable))
+            except Exception as exc:  # a root the host cannot open: leave it out, say so
+                notes.append(f"shell: {point} could not be mounted ({exc})")
+        for note in notes:
+            self._sink("", note + "\n")
+        unregister = self.budget.on_stop(bash.cancel)
+        try:
+            if req.workdir != "/":
+                if not _is_dir(bash, req.workdir):
+                    return self._done(FAILED, None, f"workdir `{req.workdir.lstrip('/')}` is not a folder in the "
+                                                    "workspace. Use `/` (the workspace root) or an existing folder "
+                                                    "such as `output`.")
+                bash.execute_sync(f"cd -- {shlex.quote(req.workdir)}")
+            if self.budget.stopped.is_set():
+                return self._stopped()
+            result = bash.execute_sync(req.command, on_output=self._sink)
+        finally:
+            unregister()
+        restored = self._restore_roots()
+        truncated = bool(getattr(result, "stdout_truncated", False) or getattr(result, "stderr_truncated", False))
+        if "(os error 27)" in self.stderr_tail:
+            self._sink("", f"shell: files are limited to {limits.max_file_bytes // MIB} MiB "
+                           f"({limits.max_file_bytes:,} bytes); the write that would go past it was refused\n")
+        if self.budget.expired():  # stopped, or a command (js at its own time limit) ended right at the deadline
+            return self._stopped(truncated)
+        error = result.error
+        if error and ("timeout" in error or "timed out" in error):
+            return self._done(TIMED_OUT, None, self._time_message(), truncated)
+        if error:
+            return self._done(FAILED, result.exit_code, error, truncated)
+        code = result.exit_code
+        if restored and code == 0:
+            code = 1
+        return self._done(EXITED, code, None, truncated)
+
+    def _restore_roots(self) -> bool:
+        """A writable root removed by a command we do not guard (`find -delete`) is created again."""
+        restored = False
+        for host, point, writable in self.request.mounts:
+            if writable and not os.path.isdir(host):
+                try:
+                    os.makedirs(host, exist_ok=True)
+                except OSError:
+                    continue
+                restored = True
+                self._sink("", f"shell: {point} was removed; a workspace root cannot be removed, so it was created "
+                               f"again, empty. To empty it instead: find {point} -mindepth 1 -delete\n")
+        return restored
+
+    def _time_message(self) -> str:
+        return f"shell: stopped at the time limit ({self.limits.timeout_s:g} s)"
+
+    def _stopped(self, truncated: bool = False) -> dict[str, Any]:
+        if self.budget.reason == CANCEL:
+            return self._done(CANCELLED, None, "shell: cancelled", truncated)
+        return self._done(TIMED_OUT, None, self._time_message(), truncated)
+
+    def _done(self, status: str, code: int | None, error: str | None, truncated: bool = False) -> dict[str, Any]:
+        reason = self.budget.reason or (TIMEOUT if status == TIMED_OUT else None)
+        return {"status": status, "exit_code": code, "error": error, "truncated": truncated, "reason": reason}
+
+
+def _is_dir(bash: Any, path: str) -> bool:
+    try:
+        return bash.fs().stat(path).get("file_type") == "directory"
+    except Exception:
+        return False
