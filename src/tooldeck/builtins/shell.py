@@ -104,9 +104,10 @@ DESCRIPTOR = ToolDescriptor(
         "directory do not. Available: bash builtins and coreutils-style commands (grep, sed, awk, find, xargs, "
         "sort, diff, patch, tar, jq, yq, ...), `python3` (a Python subset with json, re, collections, itertools, "
         "dataclasses; no class inheritance or generators) and `node`/`js` (real JavaScript with ES modules; "
-        "`js --help`). No git, pip, npm or compilers. Each call has a time limit (30 s by default), stdout and stderr "
-        "are capped at 128 KiB each, and no file may grow past 64 MiB. Recursive commands over thousands of files are slow (about 1 s per "
-        "3,000 files); prefer the workspace search tool for searching the whole workspace."
+        "`js --help`). No git, pip, npm or compilers. Each call has a time limit (30 s by default), stdout and "
+        "stderr are capped at 128 KiB each, and no file may grow past 64 MiB. Recursive commands over thousands of "
+        "files are slow (about 1 s per 3,000 files); prefer the workspace search tool for searching the whole "
+        "workspace."
     ),
     input_schema={
         "type": "object",

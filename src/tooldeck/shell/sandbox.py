@@ -100,11 +100,11 @@ class Sandbox:
         self.budget = budget
         self.emit = emit
         self.roots = vfs.Roots([v for _, v, _ in request.mounts])
-        self.stderr_tail = ""
+        self.file_too_large = False
 
     def _sink(self, out: str, err: str) -> None:
-        if err:
-            self.stderr_tail = (self.stderr_tail + err)[-4096:]
+        if "(os error 27)" in err or "(os error 27)" in out:  # EFBIG: RLIMIT_FSIZE refused a write
+            self.file_too_large = True
         self.emit(out, err)
 
     def run(self) -> dict[str, Any]:
@@ -140,7 +140,7 @@ class Sandbox:
             unregister()
         restored = self._restore_roots()
         truncated = bool(getattr(result, "stdout_truncated", False) or getattr(result, "stderr_truncated", False))
-        if "(os error 27)" in self.stderr_tail:
+        if self.file_too_large or "(os error 27)" in (result.error or ""):
             self._sink("", f"shell: files are limited to {limits.max_file_bytes // MIB} MiB "
                            f"({limits.max_file_bytes:,} bytes); the write that would go past it was refused\n")
         if self.budget.expired():  # stopped, or a command (js at its own time limit) ended right at the deadline

@@ -140,7 +140,7 @@ class Worker:
                 data = text.encode("utf-8", "replace")
                 room = limits[i] - sent[i]
                 if len(data) > room:
-                    data, cut[i] = data[:room], True
+                    data, cut[i] = data[:room].decode("utf-8", "ignore").encode("utf-8"), True
                 sent[i] += len(data)
                 if data and not self.out.send(protocol.frame(kind, data)):
                     budget.stop(CANCEL)
