@@ -245,3 +245,37 @@ def test_killing_a_worker_deletes_only_the_staging_files_it_had_open(tmp_path: P
     assert not mine.exists()
     assert outside.exists() and plain.exists() and theirs.read_text() == "keep"
     assert worker.proc.returncode is not None
+
+
+def test_a_worker_that_dies_mid_call_is_reported_and_replaced(tmp_path: Path) -> None:
+    import signal
+
+    layout = Layout.for_workspace(tmp_path, WorkspaceRoots())
+    run = ShellRun(layout, ShellLimits(timeout_s=20))
+    results: list[object] = []
+    thread = threading.Thread(target=lambda: results.append(run.run("echo started; sleep 10")))
+    thread.start()
+    assert _wait_until(lambda: "started" in run.stdout.text, 10)
+    os.killpg(run._session.worker.pid, signal.SIGKILL)  # type: ignore[union-attr]  # as a crash would
+    thread.join(10)
+    [result] = results
+    assert result.status is Status.FAILED and "stopped unexpectedly" in result.stderr  # type: ignore[attr-defined]
+    assert result.stdout == "started\n"  # type: ignore[attr-defined]
+    again = ShellRun(layout, ShellLimits(timeout_s=20)).run("echo ok")
+    assert again.status is Status.EXITED and again.stdout == "ok\n"
+
+
+def test_a_worker_that_cannot_start_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tooldeck.shell import engine
+    from tooldeck.shell.pool import WorkerPool
+
+    broken = WorkerPool()
+    crash = "import sys; sys.stderr.write('ImportError: no bashkit here\\n'); sys.exit(3)"
+    broken._argv = [sys.executable, "-c", crash]
+    monkeypatch.setattr(engine, "get_pool", lambda: broken)
+    try:
+        result = ShellRun(Layout.for_workspace(tmp_path, WorkspaceRoots()), ShellLimits(timeout_s=5)).run("echo hi")
+    finally:
+        broken.close()
+    assert result.status is Status.FAILED
+    assert "stopped unexpectedly (ImportError: no bashkit here)" in result.stderr

@@ -237,6 +237,7 @@ class _Session:
         self.eof = False
         self.killed = False
         self.removed_temps: list[str] = []
+        self.last_error = ""
         self.stopping: str | None = None
         self.kill_at: float | None = None
         self.finished = False
@@ -378,6 +379,7 @@ class _Session:
             pool.checkin(self.worker)
         else:
             if not self.killed:
+                self.last_error = self.worker.last_error()
                 self.worker.kill(self.writable)
             pool.discard(self.worker)
 
@@ -396,5 +398,7 @@ class _Session:
                        "killed (output it had not printed yet is lost)")
             status = Status.CANCELLED if self.stopping == CANCEL else Status.TIMED_OUT
             return run._outcome(status, None, message, False, killed=True)
-        detail = f": {self.fault.strip().splitlines()[-1]}" if self.fault else ""
-        return run._outcome(Status.FAILED, None, f"shell: the worker process stopped unexpectedly{detail}", False)
+        why = self.fault.strip().splitlines()[-1] if self.fault else self.last_error
+        detail = f" ({why})" if why else ""
+        return run._outcome(Status.FAILED, None, f"shell: the worker process stopped unexpectedly{detail}; the next "
+                                                 "call gets a new one", False)

@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -51,9 +52,16 @@ def _worker_argv() -> list[str]:
 
 class Worker:
     def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     bufsize=0, close_fds=True, start_new_session=True, cwd="/",
-                                     env={"LANG": "C.UTF-8", "PATH": os.defpath})
+        # The worker's stderr (a crash's traceback, bashkit's own warnings) goes to an unlinked file that is
+        # read only when the worker dies unexpectedly; RLIMIT_FSIZE keeps it from growing past the file limit.
+        self.errlog = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker; closed in close_fds)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog,
+                                         bufsize=0, close_fds=True, start_new_session=True, cwd="/",
+                                         env={"LANG": "C.UTF-8", "PATH": os.defpath})
+        except BaseException:
+            self.errlog.close()
+            raise
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.pid = self.proc.pid
         self.wfd = self.proc.stdin.fileno()
@@ -138,7 +146,19 @@ class Worker:
                 self.proc.wait(timeout=2)
         self.close_fds()
 
+    def last_error(self) -> str:
+        """The last line the worker wrote to its stderr (why it died), or ""."""
+        try:
+            size = self.errlog.seek(0, os.SEEK_END)
+            self.errlog.seek(max(0, size - 4096))
+            lines = self.errlog.read().decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1] if lines else ""
+
     def close_fds(self) -> None:
+        with contextlib.suppress(OSError):
+            self.errlog.close()
         for f in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(OSError):
                 if f is not None:
