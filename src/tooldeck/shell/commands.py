@@ -9,7 +9,6 @@ would, and `sleep` wakes as soon as the call is stopped. Each is a custom builti
 
 from __future__ import annotations
 
-import asyncio
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -234,6 +233,8 @@ async def sleep(ctx: Any, budget: Budget) -> Any:
     seconds = sleep_seconds(argv)
     if isinstance(seconds, str):
         return _result("", seconds, 1)
+    import asyncio  # here, not at the top: it costs a worker ~0.1 s to start, and bashkit loads it anyway to sleep
+
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
     while not budget.stopped.is_set():

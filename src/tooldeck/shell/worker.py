@@ -15,7 +15,6 @@ import queue
 import sys
 import threading
 import time
-import traceback
 from typing import Any
 
 from tooldeck.shell import protocol
@@ -148,6 +147,8 @@ class Worker:
         try:
             done = Sandbox(CallRequest.from_dict(request), budget, emit).run()
         except BaseException as exc:  # a fault of our own code: reported, and this worker keeps serving
+            import traceback
+
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             self.out.send(protocol.json_frame(protocol.FAULT, {"id": call_id, "traceback": text[-8000:]}))
             done = {"status": FAILED, "exit_code": None, "error": f"shell: internal error: {type(exc).__name__}: "
