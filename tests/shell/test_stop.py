@@ -279,3 +279,33 @@ def test_a_worker_that_cannot_start_says_why(tmp_path: Path, monkeypatch: pytest
         broken.close()
     assert result.status is Status.FAILED
     assert "stopped unexpectedly (ImportError: no bashkit here)" in result.stderr
+
+
+def test_a_call_cancelled_while_waiting_for_a_worker_gives_the_worker_back(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from tooldeck.shell import engine
+    from tooldeck.shell.pool import WorkerPool
+
+    small = WorkerPool(max_workers=1)
+    monkeypatch.setattr(engine, "get_pool", lambda: small)
+    layout = Layout.for_workspace(tmp_path, WorkspaceRoots())
+
+    async def main() -> None:
+        first = asyncio.ensure_future(ShellRun(layout, ShellLimits(timeout_s=20)).arun("sleep 0.8; echo first"))
+        await asyncio.sleep(0.3)
+        waiting = ShellRun(layout, ShellLimits(timeout_s=20))
+        second = asyncio.ensure_future(waiting.arun("echo second > /output/second.txt"))
+        await asyncio.sleep(0.2)
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        assert (await first).stdout == "first\n"
+
+    try:
+        asyncio.run(main())
+        assert _wait_until(lambda: small.counts == (1, 0), 5), small.counts
+        assert not (tmp_path / "output" / "second.txt").exists()
+        third = ShellRun(layout, ShellLimits(timeout_s=5))
+        assert asyncio.run(third.arun("echo third")).stdout == "third\n"
+    finally:
+        small.close()

@@ -122,8 +122,7 @@ class ShellRun:
         try:
             session = self._open(prepared, checkout)
         except _MustWait:
-            session = await loop.run_in_executor(None, self._open, prepared,
-                                                 lambda: pool.checkout(self.deadline))
+            session = await self._open_waiting(prepared, loop)
         if isinstance(session, ShellResult):
             return session
         try:
@@ -134,6 +133,35 @@ class ShellRun:
             pool.in_background(session.drive)  # STOP was sent; wait the grace period, kill if need be
             raise
         return session.finish()
+
+    async def _open_waiting(self, prepared: _Prepared, loop: asyncio.AbstractEventLoop) -> _Session | ShellResult:
+        """Wait on a thread for a busy pool to free a worker. If the caller is cancelled meanwhile, the
+        session that thread opens (already stopped by `cancel()`) is driven to its end by whichever side
+        sees it last, so its worker always goes back to the pool."""
+        slot: list[_Session | ShellResult] = []
+        gone = [False]
+
+        def wait_and_open() -> _Session | ShellResult:
+            result = self._open(prepared, lambda: get_pool().checkout(self.deadline))
+            with self._lock:
+                orphan = gone[0]
+                if not orphan:
+                    slot.append(result)
+            if orphan and isinstance(result, _Session):
+                result.drive()
+            return result
+
+        future = loop.run_in_executor(None, wait_and_open)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            with self._lock:
+                gone[0] = True
+                opened = slot[0] if slot else None
+            self.cancel()
+            if isinstance(opened, _Session):
+                get_pool().in_background(opened.drive)
+            raise
 
     def cancelled_result(self) -> ShellResult:
         """The outcome to report when the caller cancelled the run: cancelled, with the output so far."""
@@ -178,16 +206,18 @@ class ShellRun:
                 return self._failed(str(exc))
             session = _Session(self, worker, dict(prepared.request, id=next(_ids)), prepared.writable)
             with self._lock:
-                self._session = session
                 cancelled = self._cancelled
+                if not cancelled:
+                    self._session = session
+            if cancelled:  # cancelled while it waited for a worker: nothing is started
+                pool.checkin(worker)
+                return self._outcome(Status.CANCELLED, None, "shell: cancelled", False)
             try:
                 session.start()
             except OSError:
                 worker.kill(())
                 pool.discard(worker)
                 continue
-            if cancelled:
-                session.stop(CANCEL)
             return session
         return self._failed("the shell's worker process could not be started")
 
