@@ -1,6 +1,6 @@
 """The time budget of one shell call inside its worker, and what happens when it runs out.
 
-`Budget.stop(reason)` ends the call: at the deadline (the worker's `Watchdog`), or when the host
+`Budget.stop(reason)` ends the call: at the deadline (the worker's reader thread), or when the host
 sends a stop (a cancel, or its own deadline). Each part of the call registers a stop hook when it
 starts something that will not notice by itself: the interpreter (`bash.cancel()`, effective at the
 next command boundary), a `python3` run (its monty worker process is killed). `python`/`js` file
@@ -67,38 +67,3 @@ class Budget:
         for hook in hooks:
             with contextlib.suppress(Exception):  # a failing hook must not keep the others from stopping their work
                 hook()
-
-
-class Watchdog:
-    """One thread that stops the current budget at its deadline (a worker runs one call at a time)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._budget: Budget | None = None
-        self._thread: threading.Thread | None = None
-
-    def watch(self, budget: Budget | None) -> None:
-        with self._cond:
-            self._budget = budget
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="tooldeck-shell-watchdog", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def _loop(self) -> None:
-        with self._cond:
-            while True:
-                budget = self._budget
-                if budget is None or budget.stopped.is_set():
-                    self._cond.wait()
-                    continue
-                left = budget.deadline - time.monotonic()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                self._budget = None
-                self._cond.release()
-                try:
-                    budget.stop(TIMEOUT)
-                finally:
-                    self._cond.acquire()

@@ -289,7 +289,7 @@ class _Session:
             self.stopping = reason
             self.kill_at = time.monotonic() + self.run.limits.stop_grace_s
         with contextlib.suppress(OSError):
-            self.worker.send(protocol.json_frame(protocol.STOP, {"id": self.id, "reason": reason}))
+            self.worker.send(protocol.json_frame(protocol.STOP, {"id": self.id, "reason": reason}), control=True)
         self._wake()
 
     def _wake(self) -> None:

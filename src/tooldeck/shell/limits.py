@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 KIB = 1024
@@ -37,9 +37,11 @@ class ShellLimits:
         return replace(self, timeout_s=timeout_s)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _NAMES}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ShellLimits:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in _NAMES})
+
+
+_NAMES = frozenset(f.name for f in fields(ShellLimits))

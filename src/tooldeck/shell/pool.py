@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tooldeck.shell.worker import BOOTSTRAP
+from tooldeck.shell.worker import BOOTSTRAP, CONTROL_FD_ENV
 
 TEMP_PREFIX = ".bashkit-tmp-"
 
@@ -55,13 +55,18 @@ class Worker:
         # The worker's stderr (a crash's traceback, bashkit's own warnings) goes to an unlinked file that is
         # read only when the worker dies unexpectedly; RLIMIT_FSIZE keeps it from growing past the file limit.
         self.errlog = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker; closed in close_fds)
+        control_r, self.cfd = os.pipe()  # STOP frames go here, so a stop never waits behind a RUN
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog,
-                                         bufsize=0, close_fds=True, start_new_session=True, cwd="/",
-                                         env={"LANG": "C.UTF-8", "PATH": os.defpath})
+                                         bufsize=0, close_fds=True, pass_fds=(control_r,), start_new_session=True,
+                                         cwd="/", env={"LANG": "C.UTF-8", "PATH": os.defpath,
+                                                       CONTROL_FD_ENV: str(control_r)})
         except BaseException:
             self.errlog.close()
+            os.close(self.cfd)
             raise
+        finally:
+            os.close(control_r)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.pid = self.proc.pid
         self.wfd = self.proc.stdin.fileno()
@@ -78,12 +83,13 @@ class Worker:
     def alive(self) -> bool:
         return not self.dead and self.proc.poll() is None
 
-    def send(self, data: bytes) -> None:
-        """Write all of `data` to the worker's stdin; OSError when it is gone."""
+    def send(self, data: bytes, *, control: bool = False) -> None:
+        """Write all of `data` to the worker's stdin (or its control pipe); OSError when it is gone."""
+        fd = self.cfd if control else self.wfd
         with self._wlock:
             view = memoryview(data)
             while view:
-                view = view[os.write(self.wfd, view):]
+                view = view[os.write(fd, view):]
 
     def wake(self) -> None:
         with contextlib.suppress(OSError):
@@ -137,6 +143,9 @@ class Worker:
         self.dead = True
         with contextlib.suppress(OSError):
             self.proc.stdin.close()  # type: ignore[union-attr]
+        with contextlib.suppress(OSError):
+            os.close(self.cfd)
+            self.cfd = -1
         try:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -163,10 +172,10 @@ class Worker:
             with contextlib.suppress(OSError):
                 if f is not None:
                     f.close()
-        for fd in (self.wake_r, self.wake_w):
+        for fd in (self.wake_r, self.wake_w, self.cfd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.wake_r = self.wake_w = -1
+        self.wake_r = self.wake_w = self.cfd = -1
 
 
 class WorkerPool:

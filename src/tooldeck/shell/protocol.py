@@ -34,7 +34,7 @@ def frame(kind: int, payload: bytes) -> bytes:
 
 
 def json_frame(kind: int, value: Any) -> bytes:
-    return frame(kind, json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii"))
+    return frame(kind, json.dumps(value, ensure_ascii=True, separators=(",", ":"), check_circular=False).encode())
 
 
 def load(payload: bytes) -> Any:

@@ -20,9 +20,9 @@ from tooldeck.shell.budget import CANCEL, TIMEOUT, Budget
 from tooldeck.shell.limits import MIB, ShellLimits
 
 ENV = {"HOME": "/", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "sandbox", "SHELL": "/bin/bash"}
-BACKSTOP_S = 60.0
-"""bashkit's own timeout, far past the call's: the host stops the call (and kills this process if
-need be) long before; it only matters if the host is gone."""
+BACKSTOP_S = 4 * 3600.0
+"""bashkit's own timeout, past any call's (background tasks run up to 30 minutes): the worker's
+monitor and the host stop a call long before; it only matters if both are gone."""
 EXITED, TIMED_OUT, CANCELLED, FAILED = "exited", "timed_out", "cancelled", "failed"
 
 Emit = Callable[[str, str], None]
@@ -48,38 +48,90 @@ class CallRequest:
                    bool(d.get("replaced_text")))
 
 
-def builtins(budget: Budget, limits: ShellLimits, roots: vfs.Roots, replaced: bool,
-             emit: Emit) -> dict[str, Callable[..., Any]]:
+class CallHooks:
+    """What an interpreter's builtins act on: set for the one call the interpreter runs."""
+
+    budget: Budget
+    limits: ShellLimits
+    roots: vfs.Roots
+    replaced: bool = False
+
+    def __init__(self) -> None:
+        self.budget = Budget(0.0)
+        self.limits = ShellLimits()
+        self.roots = vfs.Roots()
+
+    def emit(self, out: str, err: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+def builtins(hooks: CallHooks) -> dict[str, Callable[..., Any]]:
     """The custom builtins of every shell call. Engines load lazily on first use."""
     from tooldeck.shell import commands
 
     def kept(result: Any) -> Any:
         # bashkit drops the output of the command it was running when the call is stopped: what a
         # stopped python3/js printed (and why it stopped) goes to the call's output instead.
-        if budget.stopped.is_set() and (result.stdout or result.stderr):
-            emit(result.stdout, result.stderr)
+        if hooks.budget.stopped.is_set() and (result.stdout or result.stderr):
+            hooks.emit(result.stdout, result.stderr)
             return type(result)("", "", result.exit_code)
         return result
 
     def python(ctx: Any) -> Any:
         from tooldeck.shell.python import PythonProgram
 
-        return kept(PythonProgram(ctx, budget, limits, roots, replaced_text=replaced).main(list(ctx.argv)))
+        hooks.flush()  # the engines may run long: what came before reaches the host first
+        return kept(PythonProgram(ctx, hooks.budget, hooks.limits, hooks.roots,
+                                  replaced_text=hooks.replaced).main(list(ctx.argv)))
 
     def js(ctx: Any) -> Any:
         from tooldeck.shell.js import JsProgram
 
-        return kept(JsProgram(ctx, budget, limits, roots, replaced_text=replaced).main(list(ctx.argv)))
+        hooks.flush()  # QuickJS holds this process's interpreter lock: nothing is sent while it runs
+        return kept(JsProgram(ctx, hooks.budget, hooks.limits, hooks.roots,
+                              replaced_text=hooks.replaced).main(list(ctx.argv)))
 
     async def sleep(ctx: Any) -> Any:
-        return await commands.sleep(ctx, budget)
+        return await commands.sleep(ctx, hooks.budget)
 
     return {"python": python, "python3": python, "js": js, "node": js, "sleep": sleep,
-            "rm": lambda ctx: commands.rm(ctx, roots), "rmdir": lambda ctx: commands.rmdir(ctx, roots)}
+            "rm": lambda ctx: commands.rm(ctx, hooks.roots), "rmdir": lambda ctx: commands.rmdir(ctx, hooks.roots)}
+
+
+@dataclass(frozen=True, slots=True)
+class Interpreter:
+    """A fresh bashkit interpreter for one call, built ahead of time: building one costs about 0.5 ms,
+    so a worker builds the next while it waits for the next call."""
+
+    bash: Any
+    hooks: CallHooks
+    key: tuple[int, int]
+
+    @classmethod
+    def build(cls, limits: ShellLimits) -> Interpreter:
+        from bashkit import Bash
+
+        hooks = CallHooks()
+        bash = Bash(cwd="/", env=ENV, hostname="sandbox", username="sandbox", timeout_seconds=BACKSTOP_S,
+                    max_commands=limits.max_commands, max_loop_iterations=limits.max_loop_iterations,
+                    custom_builtins=builtins(hooks))
+        return cls(bash, hooks, interpreter_key(limits))
+
+
+def interpreter_key(limits: ShellLimits) -> tuple[int, int]:
+    return limits.max_commands, limits.max_loop_iterations
+
+
+_file_limit: list[int] = []
 
 
 def set_file_limit(max_bytes: int) -> None:
     """The kernel's cap on any file this process (and its monty children) writes."""
+    if _file_limit == [max_bytes]:
+        return
     try:
         import resource
         import signal
@@ -89,18 +141,24 @@ def set_file_limit(max_bytes: int) -> None:
         want = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
         if soft != want:
             resource.setrlimit(resource.RLIMIT_FSIZE, (want, hard))
+        _file_limit[:] = [max_bytes]
     except (ImportError, OSError, ValueError):  # not a POSIX host: the python/js file APIs still check
         pass
 
 
 class Sandbox:
-    def __init__(self, request: CallRequest, budget: Budget, emit: Emit) -> None:
+    def __init__(self, request: CallRequest, budget: Budget, emit: Emit,
+                 flush: Callable[[], None] = lambda: None, interpreter: Interpreter | None = None) -> None:
         self.request = request
         self.limits = request.limits
         self.budget = budget
         self.emit = emit
+        self.flush = flush
         self.roots = vfs.Roots([v for _, v, _ in request.mounts])
         self.file_too_large = False
+        if interpreter is None or interpreter.key != interpreter_key(self.limits):
+            interpreter = Interpreter.build(self.limits)
+        self.interpreter = interpreter
 
     def _sink(self, out: str, err: str) -> None:
         if "(os error 27)" in err or "(os error 27)" in out:  # EFBIG: RLIMIT_FSIZE refused a write
@@ -109,14 +167,13 @@ class Sandbox:
 
     def run(self) -> dict[str, Any]:
         """Run the command; the outcome as the DONE frame's payload."""
-        from bashkit import Bash, FileSystem
+        from bashkit import FileSystem
 
         req, limits = self.request, self.limits
         set_file_limit(limits.max_file_bytes)
-        bash = Bash(cwd="/", env=ENV, hostname="sandbox", username="sandbox",
-                    timeout_seconds=limits.timeout_s + BACKSTOP_S, max_commands=limits.max_commands,
-                    max_loop_iterations=limits.max_loop_iterations,
-                    custom_builtins=builtins(self.budget, limits, self.roots, req.replaced_text, self._sink))
+        bash, hooks = self.interpreter.bash, self.interpreter.hooks
+        hooks.budget, hooks.limits, hooks.roots, hooks.replaced = self.budget, limits, self.roots, req.replaced_text
+        hooks.emit, hooks.flush = self._sink, self.flush  # type: ignore[method-assign]
         notes = list(req.notes)
         for host, point, writable in req.mounts:
             try:

@@ -1,24 +1,30 @@
-"""The shell worker process: runs one shell call at a time for the host, over its stdin and stdout.
+"""The shell worker process: runs one shell call at a time for the host.
 
 Started by `pool.py` with `BOOTSTRAP`, which loads only `tooldeck.shell` (not the `tooldeck`
-package: its imports would cost a third of a second per worker). A reader thread takes frames from
-the host: RUN queues a call, STOP stops the running call (if its id matches), end of input stops it
-and ends the process. The main thread runs the calls; a watchdog thread stops a call at its
-deadline. The host kills the whole process group (this process and its monty processes) when a
-call does not stop within its grace period.
+package: its imports would cost a third of a second per worker). Three pipes: the host sends RUN
+frames on stdin, read by the main thread, which runs the call at once (no hand-over between threads
+on the way); STOP frames on a control pipe (`CONTROL_FD_ENV` names its descriptor), read by a
+monitor thread; the worker's frames go out on stdout. The monitor also stops a call at its deadline
+(so the deadline holds even when the host is slow to send STOP) and sends output a long command
+left waiting. End of either input stops the running call and ends the process. The host kills the
+whole process group (this process and its monty processes) when a call does not stop within its
+grace period.
 """
 
 from __future__ import annotations
 
 import os
-import queue
+import select
 import sys
 import threading
 import time
 from typing import Any
 
 from tooldeck.shell import protocol
-from tooldeck.shell.budget import CANCEL, TIMEOUT, Budget, Watchdog
+from tooldeck.shell.budget import CANCEL, TIMEOUT, Budget
+
+CONTROL_FD_ENV = "TOOLDECK_SHELL_CONTROL_FD"
+DOZE_AFTER_S = 1.0
 
 BOOTSTRAP = """
 import sys, types
@@ -57,112 +63,208 @@ class _Channel:
             return True
 
 
-class _Call:
-    """The running call, as the reader thread sees it."""
+class _Output:
+    """A call's output frames, held at most `FLUSH_S` and sent together: a short call's output leaves
+    with its DONE in one write, so the host wakes once. Each stream is cut at its byte limit."""
 
-    def __init__(self, call_id: int, budget: Budget) -> None:
+    FLUSH_S = 0.02
+    FLUSH_BYTES = 32 * 1024
+
+    def __init__(self, channel: _Channel, limits: tuple[int, int]) -> None:
+        self.channel = channel
+        self.limits = limits
+        self.sent = [0, 0]
+        self.cut = [False, False]
+        self.buf = bytearray()
+        self.since: float | None = None
+        self.lock = threading.Lock()
+        self.broken = False
+
+    def emit(self, out: str, err: str) -> None:
+        with self.lock:
+            for i, (kind, text) in enumerate(((protocol.STDOUT, out), (protocol.STDERR, err))):
+                if not text or self.cut[i]:
+                    continue
+                data = text.encode("utf-8", "replace")
+                room = self.limits[i] - self.sent[i]
+                if len(data) > room:
+                    data, self.cut[i] = data[:room].decode("utf-8", "ignore").encode("utf-8"), True
+                if data:
+                    self.sent[i] += len(data)
+                    self.buf += protocol.frame(kind, data)
+                    if self.since is None:
+                        self.since = time.monotonic()
+            if len(self.buf) >= self.FLUSH_BYTES or (self.since is not None
+                                                      and time.monotonic() - self.since >= self.FLUSH_S):
+                self._send(b"")
+
+    def flush(self, *, due_only: bool = False) -> None:
+        with self.lock:
+            if self.since is not None and (not due_only or time.monotonic() - self.since >= self.FLUSH_S):
+                self._send(b"")
+
+    def finish(self, last: bytes) -> None:
+        with self.lock:
+            self._send(last)
+
+    def _send(self, tail: bytes) -> None:
+        data = bytes(self.buf) + tail
+        self.buf.clear()
+        self.since = None
+        if data and not self.channel.send(data):
+            self.broken = True
+
+
+class _Call:
+    """A call the reader thread has seen: its budget, its output, whether the main thread is done with it."""
+
+    def __init__(self, call_id: int, budget: Budget, output: _Output) -> None:
         self.id = call_id
         self.budget = budget
+        self.output = output
+        self.finished = False
 
 
 class Worker:
-    def __init__(self, in_fd: int = 0, out_fd: int = 1) -> None:
+    def __init__(self, in_fd: int = 0, out_fd: int = 1, control_fd: int | None = None) -> None:
         self.in_fd = in_fd
+        self.control_fd = control_fd
         self.out = _Channel(out_fd)
-        self.calls: queue.SimpleQueue[tuple[dict[str, Any], float] | None] = queue.SimpleQueue()
-        self.watchdog = Watchdog()
         self.lock = threading.Lock()
         self.current: _Call | None = None
         self.finished_id = 0
         self.early_stops: dict[int, str] = {}
+        self.host_gone = False
+        self.wake_r, self.wake_w = os.pipe()
+        self.spare: Any = None
+        """The interpreter for the next call, built while this worker waits for it."""
+        self.dozing = True
+        """The monitor sleeps until woken (no call for `DOZE_AFTER_S`): the next call wakes it."""
+        self.last_call = 0.0
 
-    # -- the reader thread ----------------------------------------------------------------------------
-    def read_frames(self) -> None:
+    # -- the monitor thread ---------------------------------------------------------------------------
+    def monitor(self) -> None:
+        """STOP frames, deadlines and late output of the running call."""
         reader = protocol.FrameReader()
+        sources = [self.wake_r] + ([self.control_fd] if self.control_fd is not None else [])
         try:
             while True:
-                data = os.read(self.in_fd, 1 << 16)
-                if not data:
-                    break
-                for kind, payload in reader.feed(data):
-                    if kind == protocol.RUN:
-                        self.calls.put((protocol.load(payload), time.monotonic()))
-                    elif kind == protocol.STOP:
-                        msg = protocol.load(payload)
-                        self.stop(int(msg.get("id", -1)), str(msg.get("reason") or CANCEL))
+                # While calls come, tick every FLUSH_S (a call's deadline and late output are checked
+                # without waking this thread for each call); doze once they stop coming.
+                with self.lock:
+                    call = self.current
+                    if call is None and time.monotonic() - self.last_call > DOZE_AFTER_S:
+                        self.dozing = True
+                    wait = None if self.dozing else _Output.FLUSH_S
+                if call is not None and not call.finished:
+                    wait = max(0.0, min(call.budget.deadline - time.monotonic(), _Output.FLUSH_S))
+                ready = select.select(sources, [], [], wait)[0]
+                if call is not None and not call.finished:
+                    call.output.flush(due_only=True)
+                    if time.monotonic() >= call.budget.deadline:
+                        call.budget.stop(TIMEOUT)  # the deadline, even if the host's STOP is late
+                if self.wake_r in ready:
+                    os.read(self.wake_r, 64)
+                if self.control_fd in ready:
+                    data = os.read(self.control_fd, 1 << 16)
+                    if not data:
+                        break
+                    for kind, payload in reader.feed(data):
+                        if kind == protocol.STOP:
+                            msg = protocol.load(payload)
+                            self.stop(int(msg.get("id", -1)), str(msg.get("reason") or CANCEL))
         except (OSError, ValueError, protocol.ProtocolError):
             pass
+        self.gone()
+
+    def gone(self) -> None:
+        """The host is gone: stop what runs; the main thread ends at the end of its input."""
         with self.lock:
+            self.host_gone = True
             call = self.current
-        if call is not None:  # the host is gone: stop what runs, then end
+        if call is not None:
             call.budget.stop(CANCEL)
-        self.calls.put(None)
 
     def stop(self, call_id: int, reason: str) -> None:
         with self.lock:
             call = self.current
             if call is None or call.id != call_id:
-                if call_id > self.finished_id:  # a STOP that overtook its RUN in the queue; a later one is stale
-                    self.early_stops[call_id] = reason
+                if call_id > self.finished_id and (call is None or call_id > call.id):
+                    self.early_stops[call_id] = reason  # a STOP that overtook its RUN; a later one is stale
                 return
+        call.output.flush()  # what it printed so far is out before the host might kill this process
         call.budget.stop(reason if reason in (TIMEOUT, CANCEL) else CANCEL)
 
     # -- the main thread ------------------------------------------------------------------------------
     def serve(self) -> None:
-        threading.Thread(target=self.read_frames, name="tooldeck-shell-reader", daemon=True).start()
-        while True:
-            item = self.calls.get()
-            if item is None:
-                return
-            request, received = item
-            self.run(request, received)
+        threading.Thread(target=self.monitor, name="tooldeck-shell-monitor", daemon=True).start()
+        reader = protocol.FrameReader()
+        try:
+            while True:
+                if self.spare is None and not reader.pending and not select.select([self.in_fd], [], [], 0)[0]:
+                    self.prepare_next()  # nothing waits: build the next call's interpreter now
+                data = os.read(self.in_fd, 1 << 16)
+                if not data:
+                    break
+                for kind, payload in reader.feed(data):
+                    if kind == protocol.RUN:
+                        self.run(protocol.load(payload))
+        except (OSError, ValueError, protocol.ProtocolError):
+            pass
+        self.gone()
 
-    def run(self, request: dict[str, Any], received: float) -> None:
-        from tooldeck.shell.sandbox import FAILED, CallRequest, Sandbox
-
-        call_id = int(request.get("id", 0))
-        budget = Budget(float(request.get("timeout", 30.0)), started=received)
-        with self.lock:
-            self.current = _Call(call_id, budget)
-            early = self.early_stops.pop(call_id, None)
-        if early is not None:
-            budget.stop(early)
-        self.watchdog.watch(budget)
-        limits = _stream_limits(request)
-        sent = [0, 0]
-        cut = [False, False]
-
-        def emit(out: str, err: str) -> None:
-            for i, (kind, text) in enumerate(((protocol.STDOUT, out), (protocol.STDERR, err))):
-                if not text or cut[i]:
-                    continue
-                data = text.encode("utf-8", "replace")
-                room = limits[i] - sent[i]
-                if len(data) > room:
-                    data, cut[i] = data[:room].decode("utf-8", "ignore").encode("utf-8"), True
-                sent[i] += len(data)
-                if data and not self.out.send(protocol.frame(kind, data)):
-                    budget.stop(CANCEL)
+    def prepare_next(self) -> None:
+        from tooldeck.shell.limits import ShellLimits
+        from tooldeck.shell.sandbox import Interpreter
 
         try:
-            done = Sandbox(CallRequest.from_dict(request), budget, emit).run()
+            self.spare = Interpreter.build(ShellLimits())
+        except Exception:  # the call builds its own, and reports what fails
+            self.spare = None
+
+    def run(self, request: dict[str, Any]) -> None:
+        from tooldeck.shell.sandbox import FAILED, CallRequest, Sandbox
+
+        call = _Call(int(request.get("id", 0)), Budget(float(request.get("timeout", 30.0))),
+                     _Output(self.out, _stream_limits(request)))
+        with self.lock:
+            self.current = call
+            self.last_call = time.monotonic()
+            early = self.early_stops.pop(call.id, None)
+            gone = self.host_gone
+            doze, self.dozing = self.dozing, False
+        if doze:
+            os.write(self.wake_w, b"!")  # the monitor watches this call's deadline from now on
+        if early is not None or gone:
+            call.budget.stop(early or CANCEL)
+        budget, output = call.budget, call.output
+
+        def emit(out: str, err: str) -> None:
+            output.emit(out, err)
+            if output.broken:  # the host no longer reads
+                budget.stop(CANCEL)
+
+        interpreter, self.spare = self.spare, None
+        try:
+            done = Sandbox(CallRequest.from_dict(request), budget, emit, output.flush, interpreter).run()
         except BaseException as exc:  # a fault of our own code: reported, and this worker keeps serving
             import traceback
 
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            self.out.send(protocol.json_frame(protocol.FAULT, {"id": call_id, "traceback": text[-8000:]}))
+            output.finish(protocol.json_frame(protocol.FAULT, {"id": call.id, "traceback": text[-8000:]}))
             done = {"status": FAILED, "exit_code": None, "error": f"shell: internal error: {type(exc).__name__}: "
                                                                     f"{exc}", "truncated": False, "reason": None}
             if not isinstance(exc, Exception):
                 raise
         finally:
-            self.watchdog.watch(None)
+            call.finished = True
             with self.lock:
                 self.current = None
-                self.finished_id = max(self.finished_id, call_id)
-        done["id"] = call_id
-        done["stream_truncated"] = cut[0] or cut[1]
-        self.out.send(protocol.json_frame(protocol.DONE, done))
+                self.finished_id = max(self.finished_id, call.id)
+                self.early_stops = {k: v for k, v in self.early_stops.items() if k > call.id}
+        done["id"] = call.id
+        done["stream_truncated"] = output.cut[0] or output.cut[1]
+        output.finish(protocol.json_frame(protocol.DONE, done))
 
 
 def _stream_limits(request: dict[str, Any]) -> tuple[int, int]:
@@ -173,4 +275,5 @@ def _stream_limits(request: dict[str, Any]) -> tuple[int, int]:
 def main() -> None:
     """The worker's entry point (see `BOOTSTRAP`)."""
     sys.stdout = sys.stderr  # nothing but frames may reach fd 1
-    Worker().serve()
+    control = os.environ.get(CONTROL_FD_ENV)
+    Worker(control_fd=int(control) if control else None).serve()
