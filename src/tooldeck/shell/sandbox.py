@@ -95,6 +95,7 @@ def builtins(hooks: CallHooks) -> dict[str, Callable[..., Any]]:
                               replaced_text=hooks.replaced).main(list(ctx.argv)))
 
     async def sleep(ctx: Any) -> Any:
+        hooks.flush()  # what came before is out while this waits
         return await commands.sleep(ctx, hooks.budget)
 
     return {"python": python, "python3": python, "js": js, "node": js, "sleep": sleep,

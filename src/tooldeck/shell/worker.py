@@ -5,8 +5,8 @@ package: its imports would cost a third of a second per worker). Three pipes: th
 frames on stdin, read by the main thread, which runs the call at once (no hand-over between threads
 on the way); STOP frames on a control pipe (`CONTROL_FD_ENV` names its descriptor), read by a
 monitor thread; the worker's frames go out on stdout. The monitor also stops a call at its deadline
-(so the deadline holds even when the host is slow to send STOP) and sends output a long command
-left waiting. End of either input stops the running call and ends the process. The host kills the
+(so the deadline holds even when the host is slow to send STOP) and sends output a call held
+longer than it should. End of either input stops the running call and ends the process. The host kills the
 whole process group (this process and its monty processes) when a call does not stop within its
 grace period.
 """
@@ -25,6 +25,7 @@ from tooldeck.shell.budget import CANCEL, TIMEOUT, Budget
 
 CONTROL_FD_ENV = "TOOLDECK_SHELL_CONTROL_FD"
 DOZE_AFTER_S = 1.0
+TICK_S = 0.01
 
 BOOTSTRAP = """
 import sys, types
@@ -64,11 +65,13 @@ class _Channel:
 
 
 class _Output:
-    """A call's output frames, held at most `FLUSH_S` and sent together: a short call's output leaves
-    with its DONE in one write, so the host wakes once. Each stream is cut at its byte limit."""
+    """A call's output frames. What a call prints in its first `HOLD_S` is held and leaves with the
+    next output or the DONE, so a short call costs the host one wakeup; after that every chunk goes
+    out at once (the monitor sends what is held when the call outlives `HOLD_S` without printing
+    more). Each stream is cut at its byte limit."""
 
-    FLUSH_S = 0.02
-    FLUSH_BYTES = 32 * 1024
+    HOLD_S = 0.005
+    HOLD_BYTES = 32 * 1024
 
     def __init__(self, channel: _Channel, limits: tuple[int, int]) -> None:
         self.channel = channel
@@ -76,7 +79,7 @@ class _Output:
         self.sent = [0, 0]
         self.cut = [False, False]
         self.buf = bytearray()
-        self.since: float | None = None
+        self.started = time.monotonic()
         self.lock = threading.Lock()
         self.broken = False
 
@@ -92,16 +95,20 @@ class _Output:
                 if data:
                     self.sent[i] += len(data)
                     self.buf += protocol.frame(kind, data)
-                    if self.since is None:
-                        self.since = time.monotonic()
-            if len(self.buf) >= self.FLUSH_BYTES or (self.since is not None
-                                                      and time.monotonic() - self.since >= self.FLUSH_S):
+            if self.buf and (len(self.buf) >= self.HOLD_BYTES or time.monotonic() - self.started >= self.HOLD_S):
                 self._send(b"")
 
-    def flush(self, *, due_only: bool = False) -> None:
-        with self.lock:
-            if self.since is not None and (not due_only or time.monotonic() - self.since >= self.FLUSH_S):
+    def flush(self, *, due_only: bool = False, wait: bool = True) -> None:
+        """Send what is held (with `due_only`, only once the call is `HOLD_S` old); `wait=False` skips it
+        rather than wait for a write in progress (the monitor must never block on a host that does not
+        read)."""
+        if not self.lock.acquire(blocking=wait):
+            return
+        try:
+            if self.buf and (not due_only or time.monotonic() - self.started >= self.HOLD_S):
                 self._send(b"")
+        finally:
+            self.lock.release()
 
     def finish(self, last: bytes) -> None:
         with self.lock:
@@ -110,13 +117,12 @@ class _Output:
     def _send(self, tail: bytes) -> None:
         data = bytes(self.buf) + tail
         self.buf.clear()
-        self.since = None
         if data and not self.channel.send(data):
             self.broken = True
 
 
 class _Call:
-    """A call the reader thread has seen: its budget, its output, whether the main thread is done with it."""
+    """The running call: its budget, its output, whether the main thread is done with it."""
 
     def __init__(self, call_id: int, budget: Budget, output: _Output) -> None:
         self.id = call_id
@@ -149,18 +155,18 @@ class Worker:
         sources = [self.wake_r] + ([self.control_fd] if self.control_fd is not None else [])
         try:
             while True:
-                # While calls come, tick every FLUSH_S (a call's deadline and late output are checked
+                # While calls come, tick every TICK_S (a call's deadline and held output are checked
                 # without waking this thread for each call); doze once they stop coming.
                 with self.lock:
                     call = self.current
                     if call is None and time.monotonic() - self.last_call > DOZE_AFTER_S:
                         self.dozing = True
-                    wait = None if self.dozing else _Output.FLUSH_S
+                    wait = None if self.dozing else TICK_S
                 if call is not None and not call.finished:
-                    wait = max(0.0, min(call.budget.deadline - time.monotonic(), _Output.FLUSH_S))
+                    wait = max(0.0, min(call.budget.deadline - time.monotonic(), TICK_S))
                 ready = select.select(sources, [], [], wait)[0]
                 if call is not None and not call.finished:
-                    call.output.flush(due_only=True)
+                    call.output.flush(due_only=True, wait=False)
                     if time.monotonic() >= call.budget.deadline:
                         call.budget.stop(TIMEOUT)  # the deadline, even if the host's STOP is late
                 if self.wake_r in ready:
@@ -192,7 +198,7 @@ class Worker:
                 if call_id > self.finished_id and (call is None or call_id > call.id):
                     self.early_stops[call_id] = reason  # a STOP that overtook its RUN; a later one is stale
                 return
-        call.output.flush()  # what it printed so far is out before the host might kill this process
+        call.output.flush(wait=False)  # what it printed so far is out before the host might kill this process
         call.budget.stop(reason if reason in (TIMEOUT, CANCEL) else CANCEL)
 
     # -- the main thread ------------------------------------------------------------------------------
