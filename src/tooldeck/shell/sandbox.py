@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -168,8 +169,6 @@ class Sandbox:
 
     def run(self) -> dict[str, Any]:
         """Run the command; the outcome as the DONE frame's payload."""
-        from bashkit import FileSystem
-
         req, limits = self.request, self.limits
         set_file_limit(limits.max_file_bytes)
         bash, hooks = self.interpreter.bash, self.interpreter.hooks
@@ -178,7 +177,7 @@ class Sandbox:
         notes = list(req.notes)
         for host, point, writable in req.mounts:
             try:
-                bash.mount(point, FileSystem.real(host, writable=writable))
+                bash.mount(point, _real_fs(host, writable))
             except Exception as exc:  # a root the host cannot open: leave it out, say so
                 notes.append(f"shell: {point} could not be mounted ({exc})")
         for note in notes:
@@ -238,6 +237,28 @@ class Sandbox:
     def _done(self, status: str, code: int | None, error: str | None, truncated: bool = False) -> dict[str, Any]:
         reason = self.budget.reason or (TIMEOUT if status == TIMED_OUT else None)
         return {"status": status, "exit_code": code, "error": error, "truncated": truncated, "reason": reason}
+
+
+_real: OrderedDict[tuple[str, bool], Any] = OrderedDict()
+REAL_FS_CACHE = 32
+
+
+def _real_fs(host: str, writable: bool) -> Any:
+    """bashkit's real-folder filesystem for a root, kept for the next calls (building one costs ~30 µs
+    and a worker serves the same workspace call after call). A kept one stays safe: it checks every
+    path against the root it resolved when built, so a root later replaced by a symbolic link is
+    refused ("path escapes realfs root"), and the host never sends such a root anyway."""
+    from bashkit import FileSystem
+
+    key = (host, writable)
+    fs = _real.get(key)
+    if fs is None or not os.path.isdir(host):
+        fs = _real[key] = FileSystem.real(host, writable=writable)
+        if len(_real) > REAL_FS_CACHE:
+            _real.popitem(last=False)
+    else:
+        _real.move_to_end(key)
+    return fs
 
 
 def _is_dir(bash: Any, path: str) -> bool:
