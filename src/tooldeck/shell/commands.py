@@ -209,7 +209,6 @@ def rmdir(ctx: Any, roots: vfs.Roots) -> Any:
 
 _INTERVAL = re.compile(r"^(?:(\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?)([smhd]?)$")
 _UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-POLL_S = 0.05
 
 
 def sleep_seconds(argv: list[str]) -> float | str:
@@ -236,10 +235,15 @@ async def sleep(ctx: Any, budget: Budget) -> Any:
     import asyncio  # here, not at the top: it costs a worker ~0.1 s to start, and bashkit loads it anyway to sleep
 
     loop = asyncio.get_running_loop()
-    end = loop.time() + seconds
-    while not budget.stopped.is_set():
-        left = end - loop.time()
-        if left <= 0:
-            break
-        await asyncio.sleep(min(POLL_S, left))
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    unregister = budget.on_stop(lambda: loop.call_soon_threadsafe(wake))
+    try:
+        await asyncio.wait([woken], timeout=None if seconds == float("inf") else seconds)
+    finally:
+        unregister()
     return _result()
