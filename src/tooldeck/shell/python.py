@@ -55,6 +55,11 @@ def _get_pool() -> Any:
         return _pool
 
 
+def warm_pool() -> None:
+    """Start this worker's monty pool ahead of the first `python3` (the worker calls it while idle)."""
+    _get_pool()
+
+
 class _Exit(Exception):
     """Raised by `exit()`/`quit()` to end the program; the code travels beside it."""
 
