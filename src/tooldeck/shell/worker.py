@@ -6,7 +6,7 @@ frames on stdin, read by the main thread, which runs the call at once (no hand-o
 on the way); STOP frames on a control pipe (`CONTROL_FD_ENV` names its descriptor), read by a
 monitor thread; the worker's frames go out on stdout. The monitor also stops a call at its deadline
 (so the deadline holds even when the host is slow to send STOP) and sends output a call held
-longer than it should. End of either input stops the running call and ends the process. The host kills the
+past `HOLD_S`. End of either input stops the running call and ends the process. The host kills the
 whole process group (this process and its monty processes) when a call does not stop within its
 grace period.
 """
@@ -24,8 +24,6 @@ from tooldeck.shell import protocol
 from tooldeck.shell.budget import CANCEL, TIMEOUT, Budget
 
 CONTROL_FD_ENV = "TOOLDECK_SHELL_CONTROL_FD"
-DOZE_AFTER_S = 1.0
-TICK_S = 0.01
 
 BOOTSTRAP = """
 import sys, types
@@ -129,6 +127,7 @@ class _Call:
         self.budget = budget
         self.output = output
         self.finished = False
+        self.held_checked = False
 
 
 class Worker:
@@ -145,30 +144,33 @@ class Worker:
         self.spare: Any = None
         """The interpreter for the next call, built while this worker waits for it."""
         self.warm = False
-        self.dozing = True
-        """The monitor sleeps until woken (no call for `DOZE_AFTER_S`): the next call wakes it."""
-        self.last_call = 0.0
 
     # -- the monitor thread ---------------------------------------------------------------------------
     def monitor(self) -> None:
-        """STOP frames, deadlines and late output of the running call."""
+        """STOP frames, the running call's deadline, and output it held past `HOLD_S`.
+
+        Woken once when a call starts; then it sleeps until the call is `HOLD_S` old (to send what the
+        call held, if anything), then until its deadline, unless a STOP comes first. It takes the
+        interpreter lock only at those moments: a thread that woke on a timer would contend for it
+        with the call all along (on a loaded machine a descheduled lock holder stalls the call).
+        """
         reader = protocol.FrameReader()
         sources = [self.wake_r] + ([self.control_fd] if self.control_fd is not None else [])
         try:
             while True:
-                # While calls come, tick every TICK_S (a call's deadline and held output are checked
-                # without waking this thread for each call); doze once they stop coming.
                 with self.lock:
                     call = self.current
-                    if call is None and time.monotonic() - self.last_call > DOZE_AFTER_S:
-                        self.dozing = True
-                    wait = None if self.dozing else TICK_S
+                wait = None
                 if call is not None and not call.finished:
-                    wait = max(0.0, min(call.budget.deadline - time.monotonic(), TICK_S))
+                    due = call.budget.deadline if call.held_checked else call.output.started + _Output.HOLD_S
+                    wait = max(0.0, due - time.monotonic())
                 ready = select.select(sources, [], [], wait)[0]
                 if call is not None and not call.finished:
-                    call.output.flush(due_only=True, wait=False)
-                    if time.monotonic() >= call.budget.deadline:
+                    now = time.monotonic()
+                    if not call.held_checked and now >= call.output.started + _Output.HOLD_S:
+                        call.held_checked = True
+                        call.output.flush(wait=False)
+                    if now >= call.budget.deadline:
                         call.budget.stop(TIMEOUT)  # the deadline, even if the host's STOP is late
                 if self.wake_r in ready:
                     os.read(self.wake_r, 64)
@@ -251,12 +253,9 @@ class Worker:
                      _Output(self.out, _stream_limits(request)))
         with self.lock:
             self.current = call
-            self.last_call = time.monotonic()
             early = self.early_stops.pop(call.id, None)
             gone = self.host_gone
-            doze, self.dozing = self.dozing, False
-        if doze:
-            os.write(self.wake_w, b"!")  # the monitor watches this call's deadline from now on
+        os.write(self.wake_w, b"!")  # the monitor watches this call from now on
         if early is not None or gone:
             call.budget.stop(early or CANCEL)
         budget, output = call.budget, call.output
