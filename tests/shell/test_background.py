@@ -58,7 +58,9 @@ def test_a_group_started_in_one_turn_reports_once(shell: Shell) -> None:
     calls = [{"id": "b1", "name": "background_command",
               "arguments": {"command": "sleep 0.2; echo first > output/first.txt", "objective": "two jobs"}},
              {"id": "b2", "name": "background_command",
-              "arguments": {"command": "sleep 0.5; echo second", "next": "merge the results"}}]
+              # ends after the first whichever task's worker starts first (a worker may take ~0.3 s to start)
+              "arguments": {"command": "until [ -f output/first.txt ]; do sleep 0.05; done; sleep 0.3; echo second",
+                            "next": "merge the results"}}]
     results = shell.invocation.run(calls)
     ids = [r.structured["task_id"] for r in results]
     assert results[0].structured["group_id"] == results[1].structured["group_id"]

@@ -59,6 +59,12 @@ def _capped(sh: Shell, result: object) -> None:
     assert source.get("output_truncated") is True or len(getattr(result, "content", "")) < 200_000
 
 
+def _next_call_works(sh: Shell, _result: object) -> None:
+    """Nothing a command writes can pass for the worker's frames: the next call is served normally."""
+    after = sh.call("echo still-served")
+    assert after.content == "Exit code: 0\nstill-served", after.content
+
+
 def _no_big_file_outside(sh: Shell, _result: object) -> None:
     for p in sh.ws.rglob("*"):
         if p.is_file() and p.stat().st_size > 11 * 1024 * 1024:
@@ -136,6 +142,12 @@ CASES: list[Case] = [
     Case("js-globals", "node -e 'console.log(typeof fetch, typeof XMLHttpRequest, typeof WebSocket, typeof Deno, "
          "typeof Bun, typeof std, typeof os, typeof globalThis.__tooldeck_fs)'"),
     Case("js-function-ctor", "node -e 'console.log(Function(\"return this\")().process.env.TOOLDECK_TEST_SECRET)'"),
+    # -- the worker process's own descriptors and frames
+    Case("worker-fds", "echo a > /dev/stdout; echo b > /proc/self/fd/1; echo c >&3; echo d >&7; exec 1>&-; "
+         "echo gone; cat /proc/self/fd/0 /dev/fd/4 2>&1 | head -3", check=_next_call_works),
+    Case("frame-lookalikes", "printf '\\x0c\\x05\\x00\\x00\\x00{\"id\":1}'; node -e 'process.stdout.write("
+         "String.fromCharCode(12, 40, 0, 0, 0) + \"{}\")'; python3 -c 'print(\"\\x0c\\x00\\x00\\x00\\x00\")'",
+         check=_next_call_works),
     # -- network
     Case("curl-loopback", "curl -s http://127.0.0.1:{port}/curl; curl -s http://localhost:{port}/curl2"),
     Case("wget-loopback", "wget -qO- http://127.0.0.1:{port}/wget"),

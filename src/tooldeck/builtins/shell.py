@@ -13,6 +13,7 @@ from tooldeck.core.results import ToolOutput
 from tooldeck.shell import Layout, ShellLimits, ShellResult, ShellRun, Status
 from tooldeck.shell.limits import KIB
 from tooldeck.workspace.paths import PathPolicy, parse_dir
+from tooldeck.workspace.store import MAX_FILE_BYTES
 
 TOOL_ID = ToolId.builtin("workspace.shell")
 SHELL_EXIT = "workspace.shell_exit"
@@ -29,7 +30,7 @@ def limits_for(ctx: CallContext) -> ShellLimits:
     profile = ctx.invocation.profile
     dispatch_timeout = profile.timeout_for(str(ctx.tool_id))
     timeout = min(profile.shell_timeout_s, max(dispatch_timeout - DISPATCH_MARGIN_S, dispatch_timeout / 2))
-    return ShellLimits(timeout_s=timeout)
+    return ShellLimits(timeout_s=timeout, max_file_bytes=MAX_FILE_BYTES)
 
 
 def vfs_workdir(raw: Any, policy: PathPolicy) -> str:
@@ -84,8 +85,9 @@ async def handle(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     try:
         result = await run.arun(args["command"])
     except asyncio.CancelledError:
-        # The host cancelled the turn; the shell stops at its next command boundary. Its outcome is
-        # known (cancelled, with the output so far), so the records keep it instead of outcome_unknown.
+        # The host cancelled the turn; the call's work stops within `stop_grace_s` (see ShellRun.arun).
+        # Its outcome is known (cancelled, with the output so far), so the records keep it instead of
+        # outcome_unknown.
         ctx.turn.outputs[ctx.index] = to_output(run.cancelled_result(), limits.timeout_s)
         raise
     return to_output(result, limits.timeout_s)
@@ -102,9 +104,10 @@ DESCRIPTOR = ToolDescriptor(
         "directory do not. Available: bash builtins and coreutils-style commands (grep, sed, awk, find, xargs, "
         "sort, diff, patch, tar, jq, yq, ...), `python3` (a Python subset with json, re, collections, itertools, "
         "dataclasses; no class inheritance or generators) and `node`/`js` (real JavaScript with ES modules; "
-        "`js --help`). No git, pip, npm or compilers. Each call has a time limit (30 s by default) and stdout and "
-        "stderr are capped at 128 KiB each. Recursive commands over thousands of files are slow (about 1 s per "
-        "3,000 files); prefer the workspace search tool for searching the whole workspace."
+        "`js --help`). No git, pip, npm or compilers. Each call has a time limit (30 s by default), stdout and "
+        "stderr are capped at 128 KiB each, and no file may grow past 64 MiB. Recursive commands over thousands of "
+        "files are slow (about 1 s per 3,000 files); prefer the workspace search tool for searching the whole "
+        "workspace."
     ),
     input_schema={
         "type": "object",

@@ -108,7 +108,8 @@ class BackgroundManager:
             output = self.workspace_root / task.output_path
             output.parent.mkdir(parents=True, exist_ok=True)
             output.write_text("", encoding="utf-8")
-            live = _Live(ShellRun(Layout(self.workspace_root, self.policy), limits, workdir), output)
+            live = _Live(ShellRun(Layout(self.workspace_root, self.policy), limits, workdir,
+                                  stream_bytes=MAX_OUTPUT_FILE_BYTES + 1), output)
             live.run.on_output = lambda out, err, t=task_id: self._on_output(t, out, err)
             self._live[task_id] = live
             self._log(group_event(group))

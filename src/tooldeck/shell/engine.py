@@ -1,31 +1,41 @@
-"""One shell call: a fresh bashkit interpreter over the workspace mounts, run to an outcome.
+"""One shell call, seen from the host: prepare it, run it on a worker process, stop it in time.
 
-Nothing of the host is reachable: bashkit runs every command in-process (no host programs), sees a
-synthetic environment, has networking off, and reaches host files only through the mounts of
-`Layout`. `python`/`python3` and `js`/`node` are custom builtins that work on the same filesystem.
+`ShellRun.run` (blocking) and `ShellRun.arun` (async, no thread) drive the same `_Session`: send the
+call to a worker from `pool.py`, collect its output frames, and at the deadline (or on `cancel()`)
+send STOP. A worker stops a call by itself at the deadline and on STOP (the interpreter at its next
+command boundary, `python3` by killing its monty process, `sleep` at once); one that has not
+reported the outcome `stop_grace_s` later is killed with its process group, and the call reports
+what it printed so far. So a call always ends within `stop_grace_s` of its deadline or cancel, and
+nothing it started runs on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
+import itertools
+import os
+import select
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
-from tooldeck.shell.budget import Budget
+from tooldeck.shell import protocol
 from tooldeck.shell.layout import Layout
 from tooldeck.shell.limits import KIB, ShellLimits
 from tooldeck.shell.output import CappedText, clip
+from tooldeck.shell.pool import Worker, WorkerUnavailable, get_pool
+from tooldeck.shell.text import surrogate_note, well_formed
 
 OutputSink = Callable[[str, str], None]
 """Receives `(stdout_chunk, stderr_chunk)` as the command produces output."""
 
-ENV = {"HOME": "/", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "sandbox", "SHELL": "/bin/bash"}
+TIMEOUT, CANCEL = "timeout", "cancel"
+_ids = itertools.count(1)
 
 
 class Status(StrEnum):
@@ -44,44 +54,172 @@ class ShellResult:
     truncated: bool
     error: str | None = None
     duration_s: float = 0.0
-
-
-def builtins(budget: Budget, limits: ShellLimits) -> dict[str, Callable[[Any], Any]]:
-    """The custom builtins of every shell call. Engines load lazily on first use."""
-
-    def python(ctx: Any) -> Any:
-        from tooldeck.shell.python import PythonProgram
-
-        return PythonProgram(ctx, budget, limits).main(list(ctx.argv))
-
-    def js(ctx: Any) -> Any:
-        from tooldeck.shell.js import JsProgram
-
-        return JsProgram(ctx, budget, limits).main(list(ctx.argv))
-
-    return {"python": python, "python3": python, "js": js, "node": js}
+    killed: bool = False
+    """The worker did not stop within the grace period and was killed."""
 
 
 class ShellRun:
-    """Build with the layout and limits, then `run(command)` once; `cancel()` from any thread."""
+    """Build with the layout and limits, then `run(command)` or `await arun(command)` once; `cancel()`
+    from any thread."""
 
     def __init__(self, layout: Layout, limits: ShellLimits, workdir: str = "/",
-                 on_output: OutputSink | None = None) -> None:
+                 on_output: OutputSink | None = None, *, stream_bytes: int | None = None) -> None:
         self.layout = layout
         self.limits = limits
         self.workdir = workdir or "/"
         self.on_output = on_output
-        self.budget = Budget(limits.timeout_s)
+        self.stream_bytes = stream_bytes
+        self.started = time.monotonic()
+        self.deadline = self.started + limits.timeout_s
         self.stdout = CappedText(limits.max_stdout_bytes)
         self.stderr = CappedText(limits.max_stderr_bytes)
-        self._bash: Any = None
-        self._cut = False
+        self._cancelled = False
+        self._session: _Session | None = None
+        self._lock = threading.Lock()
 
+    # -- control ------------------------------------------------------------------------------------------
     def cancel(self) -> None:
-        self.budget.cancelled.set()
-        bash = self._bash
-        if bash is not None:
-            bash.cancel()
+        with self._lock:
+            self._cancelled = True
+            session = self._session
+        if session is not None:
+            session.stop(CANCEL)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    # -- running ------------------------------------------------------------------------------------------
+    def run(self, command: str) -> ShellResult:
+        prepared = self._prepare(command)
+        if isinstance(prepared, ShellResult):
+            return prepared
+        session = self._open(prepared, lambda: get_pool().checkout(self.deadline))
+        if isinstance(session, ShellResult):
+            return session
+        session.drive()
+        return session.finish()
+
+    async def arun(self, command: str) -> ShellResult:
+        """Run without a thread: the worker's pipe is watched by the running loop.
+
+        Cancelling the awaiting task stops the call (STOP, then the kill after the grace period, on a
+        background thread) and re-raises; `cancelled_result()` then gives what it printed so far.
+        """
+        prepared = self._prepare(command)
+        if isinstance(prepared, ShellResult):
+            return prepared
+        loop = asyncio.get_running_loop()
+        pool = get_pool()
+
+        def checkout() -> Worker:
+            try:
+                return pool.checkout(time.monotonic())  # an idle worker or a new one, never a wait
+            except WorkerUnavailable:
+                if time.monotonic() >= self.deadline:
+                    raise
+            raise _MustWait
+
+        try:
+            session = self._open(prepared, checkout)
+        except _MustWait:
+            session = await self._open_waiting(prepared, loop)
+        if isinstance(session, ShellResult):
+            return session
+        try:
+            await session.drive_async(loop)
+        except asyncio.CancelledError:
+            self.cancel()
+            session.detach_async()
+            pool.in_background(session.drive)  # STOP was sent; wait the grace period, kill if need be
+            raise
+        return session.finish()
+
+    async def _open_waiting(self, prepared: _Prepared, loop: asyncio.AbstractEventLoop) -> _Session | ShellResult:
+        """Wait on a thread for a busy pool to free a worker. If the caller is cancelled meanwhile, the
+        session that thread opens (already stopped by `cancel()`) is driven to its end by whichever side
+        sees it last, so its worker always goes back to the pool."""
+        slot: list[_Session | ShellResult] = []
+        gone = [False]
+
+        def wait_and_open() -> _Session | ShellResult:
+            result = self._open(prepared, lambda: get_pool().checkout(self.deadline))
+            with self._lock:
+                orphan = gone[0]
+                if not orphan:
+                    slot.append(result)
+            if orphan and isinstance(result, _Session):
+                result.drive()
+            return result
+
+        future = loop.run_in_executor(None, wait_and_open)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            with self._lock:
+                gone[0] = True
+                opened = slot[0] if slot else None
+            self.cancel()
+            if isinstance(opened, _Session):
+                get_pool().in_background(opened.drive)
+            raise
+
+    def cancelled_result(self) -> ShellResult:
+        """The outcome to report when the caller cancelled the run: cancelled, with the output so far."""
+        return self._outcome(Status.CANCELLED, None, "shell: cancelled", False)
+
+    # -- internals ----------------------------------------------------------------------------------------
+    def _prepare(self, command: str) -> _Prepared | ShellResult:
+        size = len(command.encode("utf-8", "surrogatepass"))
+        if size > self.limits.max_command_bytes:
+            return self._failed(f"the command is {size} bytes; the limit is {self.limits.max_command_bytes // KIB} "
+                                "KiB. Write a long script to a file in scratch/ and run it with `bash file.sh`.")
+        if self._cancelled:
+            return self._outcome(Status.CANCELLED, None, "shell: cancelled", False)
+        try:
+            mounts, notes = self.layout.mounts()
+        except OSError as exc:
+            return self._failed(f"the workspace could not be prepared for the shell: {exc.strerror or exc}")
+        note = surrogate_note(command)
+        if note is not None:
+            notes.append(note)
+        stream = self.stream_bytes
+        request = {
+            "command": well_formed(command),
+            "workdir": well_formed(self.workdir),
+            "mounts": [[str(m.host_path), m.vfs_path, m.writable] for m in mounts],
+            "notes": notes,
+            "limits": self.limits.to_dict(),
+            "replaced_text": note is not None,
+            "stream_bytes": [stream or self.limits.max_stdout_bytes + 1, stream or self.limits.max_stderr_bytes + 1],
+        }
+        return _Prepared(request, [m.host_path for m in mounts if m.writable])
+
+    def _open(self, prepared: _Prepared, checkout: Callable[[], Worker]) -> _Session | ShellResult:
+        """Check out a worker and send it the call; a worker that died while idle is replaced once."""
+        pool = get_pool()
+        for _ in range(3):
+            try:
+                worker = checkout()
+            except WorkerUnavailable as exc:
+                if time.monotonic() >= self.deadline:
+                    return self._outcome(Status.TIMED_OUT, None, f"shell: {exc}", False)
+                return self._failed(str(exc))
+            session = _Session(self, worker, dict(prepared.request, id=next(_ids)), prepared.writable)
+            with self._lock:
+                cancelled = self._cancelled
+                if not cancelled:
+                    self._session = session
+            if cancelled:  # cancelled while it waited for a worker: nothing is started
+                pool.checkin(worker)
+                return self._outcome(Status.CANCELLED, None, "shell: cancelled", False)
+            try:
+                session.start()
+            except OSError:
+                worker.kill(())
+                pool.discard(worker)
+                continue
+            return session
+        return self._failed("the shell's worker process could not be started")
 
     def _sink(self, out: str, err: str) -> None:
         self.stdout.write(out)
@@ -90,123 +228,207 @@ class ShellRun:
             self.on_output(out, err)
 
     def _failed(self, message: str) -> ShellResult:
-        return ShellResult(Status.FAILED, None, "", message, False, message, self.budget.elapsed())
+        return ShellResult(Status.FAILED, None, "", message, False, message, self.elapsed())
 
-    def run(self, command: str) -> ShellResult:
-        size = len(command.encode("utf-8", "replace"))
-        if size > self.limits.max_command_bytes:
-            return self._failed(f"the command is {size} bytes; the limit is {self.limits.max_command_bytes // KIB} "
-                                "KiB. Write a long script to a file in scratch/ and run it with `bash file.sh`.")
-        from bashkit import Bash, FileSystem
-
-        try:
-            mounts, notes = self.layout.mounts()
-        except OSError as exc:
-            return self._failed(f"the workspace could not be prepared for the shell: {exc.strerror or exc}")
-        bash = Bash(cwd="/", env=ENV, hostname="sandbox", username="sandbox", timeout_seconds=self.limits.timeout_s,
-                    max_commands=self.limits.max_commands, max_loop_iterations=self.limits.max_loop_iterations,
-                    custom_builtins=builtins(self.budget, self.limits))
-        for m in mounts:
-            try:
-                bash.mount(m.vfs_path, FileSystem.real(str(m.host_path), writable=m.writable))
-            except Exception as exc:  # a root the host cannot open: leave it out, say so
-                notes.append(f"shell: /{m.name} could not be mounted ({exc})")
-        self._bash = bash
-        for note in notes:
-            self._sink("", note + "\n")
-        if self.workdir != "/":
-            if not _is_dir(bash, self.workdir):
-                return self._failed(f"workdir `{self.workdir.lstrip('/')}` is not a folder in the workspace. Use "
-                                    "`/` (the workspace root) or an existing folder such as `output`.")
-            bash.execute_sync(f"cd -- {shlex.quote(self.workdir)}")
-        if self.budget.cancelled.is_set():
-            return self._outcome(Status.CANCELLED, None, "", "", None)
-        result = bash.execute_sync(command, on_output=self._sink)
-        return self._classify(result)
-
-    def _classify(self, result: Any) -> ShellResult:
-        error = result.error
-        self._cut = bool(getattr(result, "stdout_truncated", False) or getattr(result, "stderr_truncated", False))
-        if self.budget.cancelled.is_set():
-            return self._outcome(Status.CANCELLED, None, result.stdout, result.stderr, error)
-        if (error and ("timeout" in error or "timed out" in error)) or self.budget.expired():
-            return self._outcome(Status.TIMED_OUT, None, result.stdout, result.stderr, error)
-        if error and "cancel" in error:
-            return self._outcome(Status.CANCELLED, None, result.stdout, result.stderr, error)
-        if error:
-            return self._outcome(Status.FAILED, result.exit_code, result.stdout, result.stderr, error)
-        return self._outcome(Status.EXITED, result.exit_code, result.stdout, result.stderr, None)
-
-    def _outcome(self, status: Status, code: int | None, stdout: str, stderr: str, error: str | None) -> ShellResult:
-        # The streamed copy survives a timeout or cancel; the final result is complete otherwise.
-        out = stdout if len(stdout) >= len(self.stdout.text) else self.stdout.text
-        err = stderr if len(stderr) >= len(self.stderr.text) else self.stderr.text
+    def _outcome(self, status: Status, code: int | None, error: str | None, truncated: bool,
+                 killed: bool = False) -> ShellResult:
+        out, err = self.stdout.text, self.stderr.text
         if error and error not in err:
             err = f"{err}{'' if not err or err.endswith(chr(10)) else chr(10)}{error}\n"
         out, cut_out = clip(out, self.limits.max_stdout_bytes)
         err, cut_err = clip(err, self.limits.max_stderr_bytes)
-        truncated = cut_out or cut_err or self.stdout.truncated or self.stderr.truncated or self._cut
-        return ShellResult(status, code, out, err, truncated, error, self.budget.elapsed())
+        truncated = truncated or cut_out or cut_err or self.stdout.truncated or self.stderr.truncated
+        return ShellResult(status, code, out, err, truncated, error, self.elapsed(), killed)
 
-    async def arun(self, command: str, grace_s: float = 2.0) -> ShellResult:
-        """Run on a daemon thread; give up `grace_s` after the deadline if a builtin ignores it.
 
-        Cancelling the awaiting task cancels the shell (at its next command boundary) and re-raises.
-        """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[ShellResult] = loop.create_future()
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    request: dict[str, Any]
+    writable: list[Path]
+    """The writable roots' host folders: where a killed worker's staging files are looked for."""
 
-        def settle(value: ShellResult | None, exc: BaseException | None) -> None:
-            if future.done():
+
+class _MustWait(Exception):
+    """Every worker is busy: the async caller waits for one on a thread."""
+
+
+class _Session:
+    """One call on one worker: frames in, STOP at the deadline, the kill after the grace period."""
+
+    def __init__(self, run: ShellRun, worker: Worker, request: dict[str, Any], writable: list[Path]) -> None:
+        self.run = run
+        self.worker = worker
+        self.request = request
+        self.id: int = request["id"]
+        self.writable = writable
+        self.reader = protocol.FrameReader()
+        self.done: dict[str, Any] | None = None
+        self.fault: str | None = None
+        self.eof = False
+        self.killed = False
+        self.removed_temps: list[str] = []
+        self.last_error = ""
+        self.stopping: str | None = None
+        self.kill_at: float | None = None
+        self.finished = False
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._future: asyncio.Future[None] | None = None
+
+    def start(self) -> None:
+        self.request["timeout"] = max(self.run.deadline - time.monotonic(), 0.0)
+        self.worker.writable = self.writable
+        self.worker.send(protocol.json_frame(protocol.RUN, self.request))
+
+    # -- events -------------------------------------------------------------------------------------------
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            if self.stopping is not None or self.finished:
                 return
-            if exc is not None:
-                future.set_exception(exc)
-            else:
-                future.set_result(value)  # type: ignore[arg-type]
+            self.stopping = reason
+            self.kill_at = time.monotonic() + self.run.limits.stop_grace_s
+        with contextlib.suppress(OSError):
+            self.worker.send(protocol.json_frame(protocol.STOP, {"id": self.id, "reason": reason}), control=True)
+        self._wake()
 
-        def hand_over(value: ShellResult | None, exc: BaseException | None) -> None:
-            # A closed loop means the caller was cancelled and its outcome already recorded: nobody waits.
+    def _wake(self) -> None:
+        loop = self._loop
+        if loop is not None:
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, value, exc)
+                loop.call_soon_threadsafe(self._reschedule)
+        else:
+            self.worker.wake()
 
-        def work() -> None:
-            try:
-                value = self.run(command)
-            except BaseException as exc:  # handed to the awaiting task
-                hand_over(None, exc)
-                return
-            hand_over(value, None)
-
-        threading.Thread(target=work, name="tooldeck-shell", daemon=True).start()
+    def _read(self) -> None:
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.limits.timeout_s + grace_s)
-        except TimeoutError:
-            return self.abandon()
-        except asyncio.CancelledError:
-            self.cancel()
-            raise
+            data = os.read(self.worker.rfd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.eof = True
+            return
+        for kind, payload in self.reader.feed(data):
+            if kind == protocol.STDOUT:
+                self.run._sink(payload.decode("utf-8", "replace"), "")
+            elif kind == protocol.STDERR:
+                self.run._sink("", payload.decode("utf-8", "replace"))
+            elif kind == protocol.DONE:
+                done = protocol.load(payload)
+                if done.get("id") == self.id:
+                    self.done = done
+            elif kind == protocol.FAULT:
+                self.fault = str(protocol.load(payload).get("traceback", ""))
 
-    def cancelled_result(self) -> ShellResult:
-        """The outcome to report when the caller cancelled the run: cancelled, with the output so far."""
-        return self._outcome(Status.CANCELLED, None, "", "", None)
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self.stopping is None and now >= self.run.deadline:
+            self.stop(TIMEOUT)
+        if self.kill_at is not None and now >= self.kill_at and not self._over:
+            self.killed = True
+            self.removed_temps = self.worker.kill(self.writable)
+            self.eof = True
 
-    def abandon(self) -> ShellResult:
-        """The outcome to report when the caller stops waiting (a builtin ignored the deadline)."""
-        self.cancel()
-        return self._outcome(Status.TIMED_OUT, None, "", "", f"execution timeout ({self.limits.timeout_s:g}s)")
+    @property
+    def _over(self) -> bool:
+        return self.done is not None or self.eof
 
+    def _next_wake(self) -> float:
+        return self.kill_at if self.kill_at is not None else self.run.deadline
 
-def _is_dir(bash: Any, path: str) -> bool:
-    try:
-        return bash.fs().stat(path).get("file_type") == "directory"
-    except Exception:
-        return False
+    # -- the blocking driver ------------------------------------------------------------------------------
+    def drive(self) -> None:
+        poller = select.poll()
+        poller.register(self.worker.rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        poller.register(self.worker.wake_r, select.POLLIN)
+        while not self._over:
+            wait_ms = max(0, int((self._next_wake() - time.monotonic()) * 1000) + 1)
+            for fd, _ in poller.poll(wait_ms):
+                if fd == self.worker.rfd:
+                    self._read()
+                else:
+                    self.worker.drain_wake()
+            self._tick()
+        if self._loop is None:
+            self._settle()
 
+    # -- the async driver ---------------------------------------------------------------------------------
+    async def drive_async(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._future = loop.create_future()
+        loop.add_reader(self.worker.rfd, self._on_readable)
+        self._reschedule()
+        await self._future
+        self.detach_async()
+        self._settle()
 
-def run_command(layout: Layout, limits: ShellLimits, command: str, workdir: str = "/",
-                on_output: OutputSink | None = None) -> ShellResult:
-    """Convenience: one blocking call."""
-    started = time.monotonic()
-    result = ShellRun(layout, limits, workdir, on_output).run(command)
-    result.duration_s = time.monotonic() - started
-    return result
+    def _on_readable(self) -> None:
+        self._read()
+        self._tick()
+        self._check()
+
+    def _reschedule(self) -> None:
+        if self._loop is None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._tick()
+        if self._check():
+            return
+        self._timer = self._loop.call_at(self._loop.time() + max(self._next_wake() - time.monotonic(), 0),
+                                         self._reschedule)
+
+    def _check(self) -> bool:
+        if self._over and self._future is not None and not self._future.done():
+            self._future.set_result(None)
+        return self._over
+
+    def detach_async(self) -> None:
+        """Hand the session back to a blocking driver (after the awaiting task was cancelled)."""
+        loop = self._loop
+        if loop is None:
+            return
+        with contextlib.suppress(Exception):
+            loop.remove_reader(self.worker.rfd)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._loop = None
+
+    # -- the end --------------------------------------------------------------------------------------------
+    def _settle(self) -> None:
+        """Return the worker to the pool (or forget it when it was killed or died)."""
+        with self._lock:
+            if self.finished:
+                return
+            self.finished = True
+        pool = get_pool()
+        if self.done is not None and not self.killed:
+            pool.checkin(self.worker)
+        else:
+            if not self.killed:
+                self.last_error = self.worker.last_error()
+                self.worker.kill(self.writable)
+            pool.discard(self.worker)
+
+    def finish(self) -> ShellResult:
+        run, done = self.run, self.done
+        if done is not None and not self.killed:
+            status = Status(done.get("status", "failed"))
+            truncated = bool(done.get("truncated") or done.get("stream_truncated"))
+            code = done.get("exit_code")
+            return run._outcome(status, code if isinstance(code, int) else None, done.get("error"), truncated)
+        grace = run.limits.stop_grace_s
+        if self.stopping is not None:
+            stopped = ("cancelled" if self.stopping == CANCEL
+                       else f"stopped at the time limit ({run.limits.timeout_s:g} s)")
+            message = (f"shell: {stopped}; a command did not stop within {grace:g} s, so its worker process was "
+                       "killed (output it had not printed yet is lost)")
+            status = Status.CANCELLED if self.stopping == CANCEL else Status.TIMED_OUT
+            return run._outcome(status, None, message, False, killed=True)
+        why = self.fault.strip().splitlines()[-1] if self.fault else self.last_error
+        detail = f" ({why})" if why else ""
+        return run._outcome(Status.FAILED, None, f"shell: the worker process stopped unexpectedly{detail}; the next "
+                                                 "call gets a new one", False)

@@ -4,10 +4,18 @@ Each run gets a fresh QuickJS runtime with a heap cap and the call's remaining t
 sees `console`, `process` (argv, env of the sandbox shell, exitCode, exit), a `workspace` file API
 over the shell's filesystem, ES modules from workspace files, and nothing of the host: no `require`,
 no Node built-ins, no network, no timers beyond an in-order `setTimeout`.
+
+QuickJS holds this worker process's interpreter lock while it runs, and one long native operation
+(a huge `BigInt` power) ignores its time limit: that is why the shell runs in worker processes the
+host can kill. The file API checks the call's budget before each operation, so nothing is written
+after the call is stopped; it never writes a file over the shell's file limit and never removes a
+workspace root. Nothing the program does raises out of this module: every failure is the command's
+error.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -23,6 +31,7 @@ from tooldeck.shell.js_modules import (
 from tooldeck.shell.js_prelude import PRELUDE
 from tooldeck.shell.limits import MIB, ShellLimits
 from tooldeck.shell.output import CappedText
+from tooldeck.shell.text import REPLACEMENT, well_formed
 
 VERSION = "v0.0.0-quickjs (tooldeck sandbox; QuickJS via jsbox)"
 HELP = f"""usage: js [-e CODE | -p EXPR | FILE | -] [ARG...]     (node is the same command)
@@ -96,41 +105,51 @@ def _parse(argv: list[str]) -> _Args:
 class JsProgram:
     """One `js` invocation inside one shell call."""
 
-    def __init__(self, ctx: Any, budget: Budget, limits: ShellLimits) -> None:
+    def __init__(self, ctx: Any, budget: Budget, limits: ShellLimits, roots: vfs.Roots | None = None,
+                 *, replaced_text: bool = False) -> None:
         self.ctx = ctx
         self.fs: vfs.FsHandle = ctx.fs
         self.cwd: str = ctx.cwd or "/"
         self.budget = budget
         self.limits = limits
+        self.roots = roots or vfs.Roots()
+        self.replaced_text = replaced_text
         self.stdout = CappedText(limits.max_stdout_bytes + 1)
         self.stderr = CappedText(limits.max_stderr_bytes + 1)
         self.exit_code: int | None = None
 
     # -- host bridge ------------------------------------------------------------------------------
-    def _write(self, stream: str, text: str) -> None:
-        (self.stderr if stream == "stderr" else self.stdout).write(str(text))
+    def _write(self, stream: str, text: Any) -> None:
+        (self.stderr if stream == "stderr" else self.stdout).write(well_formed(str(text)))
 
     def _set_exit(self, code: Any) -> None:
         try:
             self.exit_code = int(code) & 0xFF
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             self.exit_code = 1
 
-    def _fs(self, op: str, path: str, data: Any) -> dict[str, Any]:
-        try:
-            return {"ok": True, "value": self._fs_op(op, vfs.resolve(self.cwd, path), data)}
-        except OSError as exc:
-            import errno as errno_mod
+    def _fs(self, op: Any, path: Any, data: Any) -> dict[str, Any]:
+        """The bridge behind `workspace.*`: a result or a Node-style error code, never an exception."""
+        import errno as errno_mod
 
+        if self.budget.stopped.is_set():
+            return {"ok": False, "code": "ETIMEDOUT",
+                    "message": "the shell call was stopped (time limit or cancel); no more file operations run"}
+        try:
+            return {"ok": True, "value": self._fs_op(str(op), vfs.resolve(self.cwd, str(path)), data)}
+        except OSError as exc:
             code = errno_mod.errorcode.get(exc.errno or 0, "EIO")
-            return {"ok": False, "code": code, "message": exc.strerror or str(exc)}
+            return {"ok": False, "code": code, "message": well_formed(exc.strerror or str(exc))}
+        except Exception as exc:
+            return {"ok": False, "code": "EIO", "message": well_formed(f"{type(exc).__name__}: {exc}")}
 
     def _fs_op(self, op: str, path: str, data: Any) -> Any:
         fs = self.fs
         if op == "readText":
             return vfs.read_text(fs, path, self.limits.max_script_bytes * 4)
         if op in ("writeText", "appendText"):
-            vfs.write_bytes(fs, path, str(data).encode("utf-8"), append=op == "appendText", make_parents=True)
+            vfs.write_bytes(fs, path, well_formed(str(data)).encode("utf-8"), append=op == "appendText",
+                            make_parents=True, max_bytes=self.limits.max_file_bytes)
             return None
         if op == "exists":
             return bool(fs.exists(path))
@@ -138,6 +157,7 @@ class JsProgram:
             entries = vfs.list_dir(fs, path)
             return sorted(e["name"] + ("/" if e["metadata"].get("file_type") == "directory" else "") for e in entries)
         if op == "remove":
+            self.roots.refuse(path)
             vfs.call(fs.remove, path, path, True)
             return None
         raise OSError(22, f"unknown operation {op}")
@@ -158,19 +178,25 @@ class JsProgram:
             return _result("", f"js: cannot read {exc.filename}: {exc.strerror}\n", 1)
         if source is None:
             return _result("", f"js: no program given (the sandbox has no REPL)\n{HELP}", 2)
+        if self.replaced_text and REPLACEMENT in source and not args.script:
+            return _result("", "SyntaxError: the program held a lone surrogate, which is not valid Unicode (the shell "
+                               "replaced it by U+FFFD); write it as an escape such as '\\udcff'\n", 1)
         remaining = self.budget.remaining()
         if remaining <= 0:
             return _result("", "js: the shell's time limit was already reached\n", 124)
-        code = self._execute(args, name, source, remaining)
-        out, err = self.stdout.text, self.stderr.text
-        return _result(out, err, code)
+        try:
+            code = self._execute(args, name, source, remaining)
+        except Exception as exc:  # jsbox refused a value (e.g. text it cannot convert): this command fails
+            self._write("stderr", f"js: {type(exc).__name__}: {exc}\n")
+            code = 1
+        return _result(self.stdout.text, self.stderr.text, code)
 
     def _source(self, args: _Args) -> tuple[str, str | None]:
         if args.code is not None:
             return vfs.resolve(self.cwd, "[eval].mjs" if args.force_module else "[eval].js"), args.code
         if args.script and args.script != "-":
             path = vfs.resolve(self.cwd, args.script)
-            return path, vfs.read_text(self.fs, path, self.limits.max_script_bytes)
+            return path, well_formed(vfs.read_text(self.fs, path, self.limits.max_script_bytes))
         if self.ctx.stdin is not None:
             return vfs.resolve(self.cwd, "[stdin].js"), self.ctx.stdin
         return "", None
@@ -194,13 +220,17 @@ class JsProgram:
             if args.force_module or looks_like_module(source, name):
                 rt.add_static_module(name, entry)
                 rt.eval_module(name, timeout=remaining)
+            elif args.print_result:  # printed by the prelude's inspect: no JS value crosses into Python
+                rt.eval(f"globalThis[Symbol.for('tooldeck.print')]((0, eval)({json.dumps(entry)}))", timeout=remaining)
             else:
-                value = rt.eval(entry, timeout=remaining)
-                if args.print_result:
-                    self._write("stdout", _inspect(rt, value) + "\n")
-            rt.eval("Promise.resolve(0)", timeout=max(self.budget.remaining(), 0.01))
+                try:
+                    rt.eval(entry, timeout=remaining)
+                except ValueError as exc:  # the program ran; only its last value (unused) could not be converted
+                    if not str(exc).startswith("Conversion"):
+                        raise
+            rt.eval("Promise.resolve(0)", timeout=max(self.budget.remaining(), 0.01))  # runs pending microtasks
             if self.exit_code is None:
-                code = rt.eval("process.exitCode", timeout=1.0)
+                code = rt.eval("globalThis[Symbol.for('tooldeck.exitCode')]()", timeout=1.0)
                 self.exit_code = int(code) & 0xFF if isinstance(code, int | float) else 0
             return self.exit_code
         except JsTimeoutError:
@@ -217,21 +247,6 @@ class JsProgram:
         except RecursionError:
             self._write("stderr", "js: stack overflow\n")
             return 1
-
-
-def _inspect(rt: Any, value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "undefined"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    import json
-
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def _describe(exc: Any, limits: ShellLimits) -> str:

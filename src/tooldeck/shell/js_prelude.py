@@ -1,16 +1,20 @@
 """The JavaScript installed into every fresh `js`/`node` runtime before the user's code."""
 
 PRELUDE = r"""// Installed into every fresh `js`/`node` runtime before the user's code. It owns the only
-// references to the host bridge functions and removes them from the global object.
+// references to the host bridge functions and removes them from the global object. Only well-formed
+// strings and numbers cross the bridge: a lone surrogate cannot be converted to host text.
 (() => {
-  const write = globalThis.__tooldeck_write;
-  const fsop = globalThis.__tooldeck_fs;
-  const setExit = globalThis.__tooldeck_exit;
+  const hostWrite = globalThis.__tooldeck_write;
+  const hostFs = globalThis.__tooldeck_fs;
+  const hostExit = globalThis.__tooldeck_exit;
   const boot = globalThis.__tooldeck_boot;
   delete globalThis.__tooldeck_write;
   delete globalThis.__tooldeck_fs;
   delete globalThis.__tooldeck_exit;
   delete globalThis.__tooldeck_boot;
+  const text = (s) => String(s).toWellFormed();
+  const write = (stream, s) => hostWrite(stream, text(s));
+  const setExit = (code) => { const n = Number(code); hostExit(Number.isFinite(n) ? Math.trunc(n) : 1); };
 
   const quote = (s) => "'" + s.replace(/\\/g, "\\\\").replace(/'/g, "\\'").replace(/\n/g, "\\n") + "'";
   const keyText = (k) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : quote(k));
@@ -80,14 +84,18 @@ PRELUDE = r"""// Installed into every fresh `js`/`node` runtime before the user'
     dir: (v) => write("stdout", inspect(v) + "\n"), table: (v) => write("stdout", JSON.stringify(v, null, 2) + "\n") };
 
   class FsError extends Error {}
-  const call = (op, path, data) => {
-    if (typeof path !== "string") throw new TypeError(`workspace.${op}: path must be a string`);
-    const r = fsop(op, path, data === undefined ? null : data);
-    if (r.ok) return r.value;
-    const e = new FsError(`${r.code}: ${r.message}, ${op} '${path}'`);
-    e.code = r.code;
+  const fail = (code, message, op, path) => {
+    const e = new FsError(`${code}: ${message}, ${op} '${text(path)}'`);
+    e.code = code;
     e.path = path;
     throw e;
+  };
+  const call = (op, path, data) => {
+    if (typeof path !== "string") throw new TypeError(`workspace.${op}: path must be a string`);
+    if (!path.isWellFormed()) fail("EILSEQ", "file name holds a lone surrogate, which is not valid Unicode", op, path);
+    const r = hostFs(op, path, data === undefined || data === null ? null : text(data));
+    if (r.ok) return r.value;
+    fail(r.code, r.message, op, path);
   };
   const workspace = Object.freeze({
     readText: (path) => call("readText", path),
@@ -119,6 +127,14 @@ PRELUDE = r"""// Installed into every fresh `js`/`node` runtime before the user'
     nextTick: (fn, ...a) => { queueMicrotask(() => fn(...a)); },
   };
   globalThis.process = process;
+  const hidden = (name, value) => Object.defineProperty(globalThis, Symbol.for(name), { value });
+  hidden("tooldeck.print", (v) => { write("stdout", inspect(v) + "\n"); });
+  hidden("tooldeck.exitCode", () => {
+    const c = process.exitCode;
+    if (c === undefined || c === null) return 0;
+    const n = Number(c);
+    return Number.isInteger(n) ? n & 255 : 1;
+  });
 
   let nextTimer = 0;
   const cleared = new Set();
