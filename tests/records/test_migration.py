@@ -103,7 +103,7 @@ def test_a_v2_store_migrates_without_losing_anything(tmp_path: Path) -> None:
         assert (c2.content, c2.structured, c2.error_code, c2.recorded_at) == (ODD, None, "tool.timeout", 116.0)
         # Round 2 was open: recovered when the store opened (its owner is gone), never re-run.
         assert calls[3].result.error_code == "tool.outcome_unknown"
-        assert calls[4].result.error_code == "tool.interrupted" and calls[3].finished_at is not None
+        assert calls[4].result.error_code == "tool.interrupted" and calls[3].finished_at is None  # unknown
         dead_summary = store.invocation("inv_dead")
         assert (dead_summary.rounds, dead_summary.calls, dead_summary.errors, dead_summary.open_calls,
                 dead_summary.unknown_outcomes) == (2, 5, 4, 0, 2)

@@ -216,7 +216,8 @@ def test_calls_started_starts_only_calls_still_requested(open_store: Callable[[]
     assert [x.raw_arguments for x in (a, b, c)] == ['{"x":1}', "{}", "{}"]
     store.calls_finished(inv, 1, [_done("a", 0, "found", at=t0 + 4), _done("b", 1, "nope", "failed", t0 + 4)])
     a, b, _c = store.history(inv).calls
-    assert (a.status, a.started_at, a.finished_at, b.status, b.started_at) == ("completed", t0 + 2, t0 + 4, "failed",
+    # A result's own start time (when dispatch started the tool) wins over the turn's (its admission).
+    assert (a.status, a.started_at, a.finished_at, b.status, b.started_at) == ("completed", t0 + 4, t0 + 4, "failed",
                                                                               t0 + 4)
     assert store.invocation(inv).open_calls == 0
 

@@ -33,3 +33,8 @@ BATCHES = "SELECT result_id, recorded_at, results FROM results WHERE result_id B
 
 OPEN_TURN = f"t.n > (SELECT total(r.n) FROM results r WHERE {RESULTS_OF_TURN})"
 """Condition on a turn `t`: some of its calls have no result yet."""
+
+INSERT_NEXT_RESULTS = ("INSERT INTO results (result_id, n, errors, unknown, recorded_at, results) "
+                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+"""A later batch of a turn this process admitted, at the rowid it expects: no row inserted means
+another writer put a batch there first (recovery), and the caller checks call by call."""
