@@ -411,13 +411,9 @@ class Invocation:
                 outputs[0] = await out if type(out) is CoroutineType else out
             else:
                 await run_batch(self, checks, turn, records)
-        except asyncio.CancelledError:
-            if records is not None:  # the results that arrived are kept; the others may or may not have run
-                records.finish(self._project_rest(turn, checks, records.results))
-            raise
-        except BaseException:
-            if records is not None:  # a fault leaves the turn: the results that did arrive are still kept
-                records.abandon()
+        except BaseException as exc:  # cancelled, or a fault: the results that arrived are kept, the others
+            if records is not None:  # may or may not have run
+                self._close_turn(records, turn, checks, exc)
             raise
         if records is None:
             return self._project(turn, checks)  # type: ignore[return-value]
@@ -439,6 +435,15 @@ class Invocation:
             if isinstance(out, ToolOutput) and out.effects:
                 self.effects.extend((c.id, effect) for effect in out.effects)
         return results
+
+    def _close_turn(self, records: TurnWriter, turn: TurnState, checks: list[Admitted | Refused],
+                    exc: BaseException) -> None:
+        """Write a turn that a cancellation or a fault cut off. Should that fail too, it is noted on the
+        exception, which propagates as it is."""
+        try:
+            records.finish(self._project_rest(turn, checks, records.results))
+        except Exception as failed:
+            exc.add_note(f"tooldeck could not close round {turn.round} of {self.id} in the records: {failed}")
 
     def _project_rest(self, turn: TurnState, checks: list[Admitted | Refused],
                       results: list[AgentToolResult | None]) -> list[AgentToolResult | None]:

@@ -16,10 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import _kill_plan  # noqa: E402
+import _kill_plan
 
-import tooldeck.records.store  # noqa: E402, F401  (what a Runtime imports when it starts: once, here)
-import tooldeck.sources.mcp.wiring  # noqa: E402, F401
+# What a Runtime imports when it starts (the MCP wiring alone takes about a second): once, here.
+import tooldeck.records.store
+import tooldeck.sources.mcp.wiring  # noqa: F401
 
 
 def main() -> None:

@@ -202,7 +202,8 @@ async def test_a_failed_flush_leaves_the_results_to_the_end_of_the_turn(
     rt.close()
 
 
-async def test_a_fault_leaving_the_turn_keeps_the_results_that_arrived(tmp_path: Path) -> None:
+async def test_a_fault_leaving_the_turn_closes_it_in_the_records(tmp_path: Path) -> None:
+    """The process lives on, so nothing would recover the turn's open calls: the runtime closes them."""
     rt = _runtime(tmp_path, records=True)
 
     @rt.tool("t", "fast", annotations=SAFE)
@@ -221,5 +222,6 @@ async def test_a_fault_leaving_the_turn_keeps_the_results_that_arrived(tmp_path:
         await inv.arun([{"id": "a", "name": "fast"}, {"id": "b", "name": "broken"}, {"id": "c", "name": "nope"}])
     a, b, c = rt.recorder.history(inv.id).calls
     assert (a.status, a.result.content, c.result.error_code) == ("completed", "fast", "tool.unknown_tool")
-    assert b.status == "started"  # left open: recovery closes it once this process is gone
+    assert [e.kind for e in rt.recorder.events(inv.id)] == ["invocation_started"]
+    assert (b.status, b.result.error_code, b.finished_at) == ("outcome_unknown", "tool.outcome_unknown", None)
     rt.close()

@@ -10,8 +10,9 @@
    durable within FLUSH_BOUND_S of its arrival while its siblings still run (as long as the event
    loop is free: a tool that blocks the loop blocks the flush too), and results that arrive
    together share a transaction.
-3. `finish`, at the end of the turn, writes what remains in one transaction. On cancellation an
-   admitted call whose result never arrived is `outcome_unknown`, with no finish time.
+3. `finish`, at the end of the turn, writes what remains in one transaction. When a cancellation
+   or a fault cuts the turn off, an admitted call whose result never arrived is `outcome_unknown`,
+   with no finish time.
 
 A turn that never waits (every call finishes on its first step, the common fast case) arms no
 timer and writes twice, as before; a one-call turn is never watched: its result is written at the
@@ -149,7 +150,7 @@ class TurnWriter:
                 written[i] = True
 
     def close(self) -> None:
-        """No more writes from the timer (the turn ended, or a fault left it)."""
+        """No more writes from the timer (the turn is ending)."""
         self._closed = True
         timer = self._timer
         if timer is not None:
@@ -160,7 +161,7 @@ class TurnWriter:
         """A call's record; its times are dispatch's (None where unknown: never an invented duration)."""
         call = self._turn.calls[i]
         check = self._checks[i]
-        if result is None:  # the turn was cancelled before this admitted call's result arrived
+        if result is None:  # the turn was cut off before this admitted call's result arrived
             text = unknown_outcome_text(call.name)
             return FinishedCall(call.id, i, check.entry.tool_id, "outcome_unknown", check.args, text,  # type: ignore[union-attr]
                                 {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN, [],
@@ -174,13 +175,3 @@ class TurnWriter:
             result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
             timing[0] if timing is not None else None, timing[1] if timing is not None else None,
             [e.to_dict() for e in o.effects] if o.effects else [])
-
-    def abandon(self) -> None:
-        """A fault leaves the turn: write the results that did arrive (the others stay open, for recovery
-        to close), without masking the fault."""
-        self.close()
-        try:
-            self.flush()
-        except Exception:
-            logger.warning("writing the results of round %s of %s after a fault failed", self._turn.round,
-                           self._invocation_id, exc_info=True)
