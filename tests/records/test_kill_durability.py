@@ -26,6 +26,7 @@ import orjson
 
 from tooldeck.protocols import validate
 from tooldeck.records.replay import replay_all
+from tooldeck.records.resume import budget_used
 from tooldeck.records.store import SqliteRecorder
 from tooldeck.records.writer import FLUSH_BOUND_S
 
@@ -87,8 +88,12 @@ def _check(home: Path, log: Path, seed: int, killed_at: float, stats: Counter[st
     store = SqliteRecorder(home / "records.sqlite")  # opening it recovers the killed worker's open calls
     try:
         for v, inv_id in ((line[1], line[2]) for line in lines if line[0] == "invocation"):
-            rounds = list(store.history(inv_id).rounds())
+            history = store.history(inv_id)
+            rounds = list(history.rounds())
             assert [r for r, _ in rounds] == list(range(1, len(rounds) + 1))
+            # A resume charges the budget the gate had charged: every stored call but the budget refusals.
+            assert budget_used(history).total == sum(
+                1 for calls in planned[v][:len(rounds)] for p in calls if p.refusal != "tool.budget_exhausted")
             for (_round, calls), planned_calls in zip(rounds, planned[v], strict=False):
                 # Turns are written whole, before any tool runs, with the raw arguments verbatim.
                 assert [(c.call_id, c.call_name, c.raw_arguments) for c in calls] == [

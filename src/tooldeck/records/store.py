@@ -278,20 +278,22 @@ class SqliteRecorder:
         errors = unknown = mask = 0
         top = -1
         distinct = True
-        for c in calls:  # one pass: this is the hot path
-            index = c.index
+        for c in calls:  # one pass, no call per entry: this is the hot path
+            index, status, is_error = c.index, c.status, bool(c.is_error)
+            if status not in _FINAL:
+                raise _rejected(what, f"{status!r} is not a final status ({', '.join(FINAL_STATUSES)})")
+            if status == "outcome_unknown":
+                unknown += 1
+            if is_error:
+                errors += 1
             if index > top:
                 top = index
             if index < 0 or index >= _MASK_LIMIT or mask >> index & 1:
                 distinct = False
             else:
                 mask |= 1 << index
-            entry = _result_entry(c, what)
-            if entry[1] == "outcome_unknown":
-                unknown += 1
-            if entry[7]:
-                errors += 1
-            results.append(entry)
+            results.append([index, status, c.tool_id, c.started_at, c.finished_at, c.content, c.structured, is_error,
+                            c.error_code, c.resource_refs or None, c.raw_result, c.effects or None])
         encoded = turns.encode_results(results)
         key = (invocation_id, round)
         progress = self._progress.get(key)

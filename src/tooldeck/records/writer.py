@@ -40,7 +40,7 @@ FLUSH_BOUND_S = 0.05
 """The promise: a result that arrived while its turn waits is committed within this long (the delay
 above, plus the write, plus slack for a busy machine)."""
 
-Project = Callable[[str, "str | None", int, Any], AgentToolResult]
+Project = Callable[[str, str | None, int, Any], AgentToolResult]
 """`Projector.project`: (call id, tool id, round, output) → the model's result."""
 
 logger = logging.getLogger("tooldeck.records")
@@ -143,7 +143,11 @@ class TurnWriter:
         whose result never arrived)."""
         self.close()
         written = self._written
-        rest = [self._finished(i, result) for i, result in enumerate(results) if not written[i]]
+        finished = self._finished
+        rest = []
+        for i, result in enumerate(results):
+            if not written[i]:
+                rest.append(finished(i, result))
         if rest:
             self._recorder.calls_finished(self._invocation_id, self._turn.round, rest)
             for i in range(len(written)):
@@ -159,16 +163,17 @@ class TurnWriter:
 
     def _finished(self, i: int, result: AgentToolResult | None) -> FinishedCall:
         """A call's record; its times are dispatch's (None where unknown: never an invented duration)."""
-        call = self._turn.calls[i]
+        turn = self._turn
+        call = turn.calls[i]
         check = self._checks[i]
         if result is None:  # the turn was cut off before this admitted call's result arrived
             text = unknown_outcome_text(call.name)
             return FinishedCall(call.id, i, check.entry.tool_id, "outcome_unknown", check.args, text,  # type: ignore[union-attr]
                                 {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN, [],
                                 None, None, None)
-        o = as_output(self._turn.outputs[i])
+        o = as_output(turn.outputs[i])
         status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
-        timings = self._turn.timings
+        timings = turn.timings
         timing = timings[i] if timings is not None else None
         return FinishedCall(
             call.id, i, result.tool_id, status, check.args if type(check) is Admitted else None, result.content,
