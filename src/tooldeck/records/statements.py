@@ -1,8 +1,9 @@
 """The SQL of the records store's turns and results (schema v3; the entries are in records/turns.py).
 
-The hot path writes one row per transaction: `calls_admitted` one `turns` row, `calls_finished` one
-`results` row. A turn's result batches are the rowid range `turn_id << RESULT_BATCH_BITS` ..
-`+ BATCH_MASK`, so `results` keeps no index, and batch 0 of a turn can be inserted only once.
+The hot path writes one row per transaction: `calls_admitted` one `turns` row (and, when the gate
+refused calls, their results as the turn's batch 0), `calls_finished` one `results` row per batch. A
+turn's result batches are the rowid range `turn_id << RESULT_BATCH_BITS` .. `+ BATCH_MASK`, so
+`results` keeps no index, and each batch number of a turn can be inserted only once.
 """
 
 from __future__ import annotations
