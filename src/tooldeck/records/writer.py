@@ -6,16 +6,16 @@
    happens to the process next.
 2. While a turn of several calls runs, dispatch calls `on_wait` when the turn starts waiting on the
    event loop and when a result lands during a wait; the results that have arrived by then are
-   written together (one insert-only batch, one transaction) FLUSH_DELAY_S later. So a result is
-   durable within FLUSH_BOUND_S of its arrival while its siblings still run (as long as the event
-   loop is free: a tool that blocks the loop blocks the flush too), and results that arrive
-   together share a transaction.
+   written together (one insert-only batch, one transaction) at most FLUSH_DELAY_S later, at the
+   next tick of the loop's ticker. So a result is durable within FLUSH_BOUND_S of its arrival while
+   its siblings still run (as long as the event loop is free: a tool that blocks the loop blocks
+   the flush too), and results that arrive together share a transaction.
 3. `finish`, at the end of the turn, writes what remains in one transaction. When a cancellation
    or a fault cuts the turn off, an admitted call whose result never arrived is `outcome_unknown`,
    with no finish time.
 
-A turn that never waits (every call finishes on its first step, the common fast case) arms no
-timer and writes twice, as before; a one-call turn is never watched: its result is written at the
+A turn that never waits (every call finishes on its first step, the common fast case) asks for no
+flush and writes twice, as before; a one-call turn is never watched: its result is written at the
 end, right after it arrives.
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,7 +50,7 @@ logger = logging.getLogger("tooldeck.records")
 class TurnWriter:
     """Writes one turn's records; `results` holds each call's projected result once it has one."""
 
-    __slots__ = ("_checks", "_closed", "_failed", "_invocation_id", "_project", "_recorder", "_timer", "_turn",
+    __slots__ = ("_checks", "_closed", "_failed", "_invocation_id", "_project", "_recorder", "_ticker", "_turn",
                  "_written", "results")
 
     def __init__(self, recorder: Recorder, invocation_id: str, turn: TurnState, checks: Sequence[Admitted | Refused],
@@ -63,7 +64,8 @@ class TurnWriter:
         self.results: list[AgentToolResult | None] = [None] * n
         """Each call's result for the model, projected exactly once (projection may write spill files)."""
         self._written = [False] * n
-        self._timer: asyncio.TimerHandle | None = None
+        self._ticker: _Ticker | None = None
+        """The loop's ticker while this turn waits for a flush."""
         self._closed = False
         self._failed = False
 
@@ -97,12 +99,13 @@ class TurnWriter:
     # -- step 2: while the turn waits ------------------------------------------------------------
     def on_wait(self) -> None:
         """The turn waits on the event loop, or a result landed while it waits: write what has arrived
-        within FLUSH_DELAY_S (one timer at a time; later arrivals join its batch)."""
-        if self._timer is None and not self._closed and not self._failed:
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._flush_due)
+        within FLUSH_DELAY_S (later arrivals join the same batch)."""
+        if self._ticker is None and not self._closed and not self._failed:
+            self._ticker = _ticker()
+            self._ticker.add(self)
 
     def _flush_due(self) -> None:
-        self._timer = None
+        self._ticker = None
         if self._closed:
             return
         try:
@@ -122,13 +125,10 @@ class TurnWriter:
         if not ready:
             return
         results = self.results
-        batch = []
         for i in ready:
-            result = results[i]
-            if result is None:
-                result = results[i] = self._projected(i)
-            batch.append(self._finished(i, result))
-        self._recorder.calls_finished(self._invocation_id, self._turn.round, batch)
+            if results[i] is None:
+                results[i] = self._projected(i)
+        self._recorder.calls_finished(self._invocation_id, self._turn.round, self._records(ready, results))
         for i in ready:
             written[i] = True
 
@@ -143,40 +143,76 @@ class TurnWriter:
         whose result never arrived)."""
         self.close()
         written = self._written
-        finished = self._finished
-        rest = []
-        for i, result in enumerate(results):
-            if not written[i]:
-                rest.append(finished(i, result))
+        rest = [i for i in range(len(written)) if not written[i]]
         if rest:
-            self._recorder.calls_finished(self._invocation_id, self._turn.round, rest)
-            for i in range(len(written)):
+            self._recorder.calls_finished(self._invocation_id, self._turn.round, self._records(rest, results))
+            for i in rest:
                 written[i] = True
 
     def close(self) -> None:
-        """No more writes from the timer (the turn is ending)."""
+        """No more writes while the turn waits (it is ending)."""
         self._closed = True
-        timer = self._timer
-        if timer is not None:
-            timer.cancel()
-            self._timer = None
+        ticker = self._ticker
+        if ticker is not None:
+            ticker.waiting.pop(self, None)
+            self._ticker = None
 
-    def _finished(self, i: int, result: AgentToolResult | None) -> FinishedCall:
-        """A call's record; its times are dispatch's (None where unknown: never an invented duration)."""
+    def _records(self, indexes: list[int], results: Sequence[AgentToolResult | None]) -> list[FinishedCall]:
+        """The records of these calls; their times are dispatch's (None where unknown: never an invented
+        duration). A call with no result was cut off before it arrived: `outcome_unknown`."""
         turn = self._turn
-        call = turn.calls[i]
-        check = self._checks[i]
-        if result is None:  # the turn was cut off before this admitted call's result arrived
-            text = unknown_outcome_text(call.name)
-            return FinishedCall(call.id, i, check.entry.tool_id, "outcome_unknown", check.args, text,  # type: ignore[union-attr]
-                                {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN, [],
-                                None, None, None)
-        o = as_output(turn.outputs[i])
-        status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
+        calls, outputs, checks = turn.calls, turn.outputs, self._checks
         timings = turn.timings
-        timing = timings[i] if timings is not None else None
-        return FinishedCall(
-            call.id, i, result.tool_id, status, check.args if type(check) is Admitted else None, result.content,
-            result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
-            timing[0] if timing is not None else None, timing[1] if timing is not None else None,
-            [e.to_dict() for e in o.effects] if o.effects else [])
+        out = []
+        for i in indexes:  # one loop, no call per record: the end of every recorded turn runs it
+            call, check, result = calls[i], checks[i], results[i]
+            if result is None:
+                text = unknown_outcome_text(call.name)
+                out.append(FinishedCall(call.id, i, check.entry.tool_id, "outcome_unknown", check.args,  # type: ignore[union-attr]
+                                        text, {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True,
+                                        OUTCOME_UNKNOWN, [], None, None, None))
+                continue
+            o = as_output(outputs[i])
+            status = ("outcome_unknown" if o.may_have_executed else "failed") if o.is_error else "completed"
+            timing = timings[i] if timings is not None else None
+            out.append(FinishedCall(
+                call.id, i, result.tool_id, status, check.args if type(check) is Admitted else None, result.content,
+                result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
+                timing[0] if timing is not None else None, timing[1] if timing is not None else None,
+                [e.to_dict() for e in o.effects] if o.effects else []))
+        return out
+
+class _Ticker:
+    """One per event loop: writes the results of the turns that asked, FLUSH_DELAY_S after the first of
+    them did. One timer per loop, never cancelled, instead of one per turn: a short turn that waits
+    costs a dict entry, not a timer armed and cancelled."""
+
+    __slots__ = ("__weakref__", "_armed", "waiting")
+
+    def __init__(self) -> None:
+        self.waiting: dict[TurnWriter, None] = {}
+        """The turns to flush at the next tick, in the order they asked."""
+        self._armed = False
+
+    def add(self, writer: TurnWriter) -> None:
+        self.waiting[writer] = None
+        if not self._armed:
+            self._armed = True
+            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._tick)
+
+    def _tick(self) -> None:
+        self._armed = False
+        writers, self.waiting = self.waiting, {}
+        for writer in writers:
+            writer._flush_due()
+
+
+_TICKERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Ticker] = weakref.WeakKeyDictionary()
+
+
+def _ticker() -> _Ticker:
+    loop = asyncio.get_running_loop()
+    ticker = _TICKERS.get(loop)
+    if ticker is None:
+        ticker = _TICKERS[loop] = _Ticker()
+    return ticker
