@@ -183,27 +183,36 @@ class TurnWriter:
         return out
 
 class _Ticker:
-    """One per event loop: writes the results of the turns that asked, FLUSH_DELAY_S after the first of
-    them did. One timer per loop, never cancelled, instead of one per turn: a short turn that waits
-    costs a dict entry, not a timer armed and cancelled."""
+    """One per event loop: writes each waiting turn's results FLUSH_DELAY_S after the turn asked, with
+    one timer for all of them (re-armed for the next turn due), instead of a timer armed and
+    cancelled per turn: a short turn that waits costs a dict entry."""
 
     __slots__ = ("__weakref__", "_armed", "waiting")
 
     def __init__(self) -> None:
-        self.waiting: dict[TurnWriter, None] = {}
-        """The turns to flush at the next tick, in the order they asked."""
+        self.waiting: dict[TurnWriter, float] = {}
+        """Turn → when its flush is due (loop time); in the order they asked, so in due order."""
         self._armed = False
 
     def add(self, writer: TurnWriter) -> None:
-        self.waiting[writer] = None
+        loop = asyncio.get_running_loop()
+        due = loop.time() + FLUSH_DELAY_S
+        self.waiting[writer] = due
         if not self._armed:
             self._armed = True
-            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._tick)
+            loop.call_at(due, self._tick)
 
     def _tick(self) -> None:
         self._armed = False
-        writers, self.waiting = self.waiting, {}
-        for writer in writers:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        waiting = self.waiting
+        for writer, due in list(waiting.items()):
+            if due > now + 0.001:  # not due yet (the loop may run a timer up to its clock resolution early)
+                self._armed = True
+                loop.call_at(due, self._tick)
+                return
+            del waiting[writer]
             writer._flush_due()
 
 
