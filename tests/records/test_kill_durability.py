@@ -119,7 +119,10 @@ def _check(home: Path, log: Path, seed: int, killed_at: float, stats: Counter[st
                         assert logged is None or logged[5] > killed_at - FLUSH_BOUND_S, (
                             f"{c.call_id} returned {killed_at - logged[5]:.3f} s before the kill and was lost")
                         stats["outcome_unknown"] += 1
-                        stats["returned within the bound, not yet written"] += logged is not None
+                        if logged is not None:
+                            stats["returned within the bound, not yet written"] += 1
+                            age_ms = round((killed_at - logged[5]) * 1000)
+                            stats["oldest of those, ms"] = max(stats["oldest of those, ms"], age_ms)
             for fmt, messages in replay_all(store, inv_id).items():
                 assert validate(messages, fmt) == [], (fmt, inv_id)
                 ids, results = count_results(messages, fmt)
