@@ -1,5 +1,8 @@
-"""Records: per-call overhead of recording (records on vs off, same run, a turn of 10 calls of a
-trivial async extension tool), and replay of a 1,000-call history into each provider format.
+"""Records: per-call overhead of recording (records on vs off, same run): a turn of 10 calls of a
+trivial async extension tool, and the one-call turn (the common case); the cost of writing results
+while a turn runs (turns whose calls suspend: all finishing together, and finishing 6 ms apart so
+that results are written in several batches); the store alone; and replay of a 1,000-call history
+into each provider format.
 
     python -m bench.records_bench
 """
@@ -7,6 +10,8 @@ trivial async extension tool), and replay of a 1,000-call history into each prov
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -39,31 +44,84 @@ async def per_call(home: Path) -> None:
     off, on = _runtime(home / "off", False), _runtime(home / "on", True)
     inv_off, inv_on = off.invocation(), on.invocation()
     turn = [{"id": f"call_{i}", "name": "add", "arguments": ARGS} for i in range(TURN)]
+    one = turn[:1]
     assert [r.content for r in await inv_on.arun(turn)] == ["3"] * TURN
 
-    async def records_off() -> object:
-        inv_off.gate.budget.total = 0
-        return await inv_off.arun(turn)
+    def variant(inv: object, calls: list[dict[str, str]]) -> Callable[[], Awaitable[object]]:
+        async def run() -> object:
+            inv.gate.budget.total = 0  # type: ignore[attr-defined]
+            return await inv.arun(calls)  # type: ignore[attr-defined]
+        return run
 
-    async def records_on() -> object:
-        inv_on.gate.budget.total = 0
-        return await inv_on.arun(turn)
+    rows, cpu = await _interleaved({"records off": variant(inv_off, turn), "records on": variant(inv_on, turn)},
+                                   inner=20, repeats=31, per=TURN)
+    _print(f"Per call in a turn of {TURN} (median over 31 interleaved batches of 20 turns):", rows, cpu)
+    rows, cpu = await _interleaved({"records off": variant(inv_off, one), "records on": variant(inv_on, one)},
+                                   inner=100, repeats=31, per=1)
+    _print("The one-call turn (median over 31 interleaved batches of 100 turns):", rows, cpu)
+    off.close()
+    on.close()
 
-    rows, cpu = await _interleaved({"records off": records_off, "records on": records_on}, inner=20, repeats=31)
-    print(f"Per call in a turn of {TURN} (median over 31 interleaved batches of 20 turns):")
+
+def _print(title: str, rows: list[tuple[str, float]], cpu: list[tuple[str, float]], unit: str = "call") -> None:
+    print(title)
     print("  wall time:")
     report(rows, "records off")
     print("  CPU time of the process (all threads; less sensitive to other jobs on the machine):")
     report(cpu, "records off")
     wall, cpu_v = dict(rows), dict(cpu)
     print(f"  recording adds {wall['records on'] - wall['records off']:.2f} µs wall, "
-          f"{cpu_v['records on'] - cpu_v['records off']:.2f} µs CPU per call")
+          f"{cpu_v['records on'] - cpu_v['records off']:.2f} µs CPU per {unit}")
+
+
+async def waiting_turns(home: Path) -> None:
+    """Turns whose calls suspend, so results can be written while the turn runs: (a) every call
+    suspends once and they finish together; (b) call i sleeps 6·i ms, so the results arrive over
+    54 ms and are written in several batches. CPU time of the process per turn (wall time is the
+    sleeps)."""
+    off, on = _runtime(home / "w-off", False), _runtime(home / "w-on", True)
+    for rt in (off, on):
+        @rt.tool(extension_id="bench", annotations=ToolAnnotations(concurrency_safe=True))
+        async def suspend(a: int) -> int:
+            await asyncio.sleep(0)
+            return a
+
+        @rt.tool(extension_id="bench", annotations=ToolAnnotations(concurrency_safe=True))
+        async def stagger(ms: int) -> int:
+            await asyncio.sleep(ms / 1000)
+            return ms
+
+    inv_off, inv_on, inv_on_apart = off.invocation(), on.invocation(), on.invocation()
+    together = [{"id": f"call_{i}", "name": "suspend", "arguments": f'{{"a": {i}}}'} for i in range(TURN)]
+    apart = [{"id": f"call_{i}", "name": "stagger", "arguments": f'{{"ms": {6 * i}}}'} for i in range(TURN)]
+
+    def variant(inv: object, calls: list[dict[str, str]]) -> Callable[[], Awaitable[object]]:
+        async def run() -> object:
+            inv.gate.budget.total = 0  # type: ignore[attr-defined]
+            return await inv.arun(calls)  # type: ignore[attr-defined]
+        return run
+
+    rows, cpu = await _interleaved({"records off": variant(inv_off, together), "records on": variant(inv_on, together)},
+                                   inner=20, repeats=21, per=1)
+    _print(f"A turn of {TURN} calls that each suspend once and finish together, per turn (21 batches of 20):",
+           rows, cpu, "turn")
+    rows, cpu = await _interleaved({"records off": variant(inv_off, apart), "records on": variant(inv_on_apart, apart)},
+                                   inner=4, repeats=15, per=1)
+    _print(f"A turn of {TURN} calls finishing 6 ms apart over 54 ms, per turn (15 batches of 4):", rows, cpu, "turn")
     off.close()
     on.close()
+    with contextlib.closing(sqlite3.connect(home / "w-on" / "records.sqlite")) as db:
+        for name, inv in (("together", inv_on.id), ("6 ms apart", inv_on_apart.id)):
+            turns, batches = db.execute(
+                "SELECT count(DISTINCT t.turn_id), count(*) FROM turns t JOIN results r "
+                "ON r.result_id BETWEEN t.turn_id << 20 AND (t.turn_id << 20) + 1048575 WHERE t.invocation_id = ?",
+                (inv,)).fetchone()
+            print(f"  {name}: {batches / turns:.2f} result batches (write transactions after the admission) per turn")
 
 
-async def _interleaved(variants: dict[str, Callable[[], Awaitable[object]]], inner: int, repeats: int
+async def _interleaved(variants: dict[str, Callable[[], Awaitable[object]]], inner: int, repeats: int, per: int
                        ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Median µs per iteration / `per` of each variant, wall and CPU, measured round-robin."""
     wall: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(repeats):
@@ -71,8 +129,8 @@ async def _interleaved(variants: dict[str, Callable[[], Awaitable[object]]], inn
             w0, c0 = time.perf_counter(), time.process_time()
             for _ in range(inner):
                 await fn()
-            wall[name].append((time.perf_counter() - w0) / inner / TURN * 1e6)
-            cpu[name].append((time.process_time() - c0) / inner / TURN * 1e6)
+            wall[name].append((time.perf_counter() - w0) / inner / per * 1e6)
+            cpu[name].append((time.process_time() - c0) / inner / per * 1e6)
     return ([(n, statistics.median(v)) for n, v in wall.items()], [(n, statistics.median(v)) for n, v in cpu.items()])
 
 
@@ -143,6 +201,7 @@ def replay_speed(home: Path) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(per_call(Path(tmp)))
+        asyncio.run(waiting_turns(Path(tmp)))
         port_only(Path(tmp))
         replay_speed(Path(tmp))
 

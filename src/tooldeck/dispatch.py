@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tooldeck.catalog.sources import CallContext, Executable, TurnState
 from tooldeck.core.errors import EXECUTION_FAILED, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
@@ -42,7 +42,15 @@ Finished = ToolOutput | Any
 projection turns into the model's text (`core.results.as_output`)."""
 
 
-async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState) -> None:
+class TurnWatch(Protocol):
+    """Told when a turn starts waiting on the event loop and when a result lands while it waits
+    (records/writer.py writes the results that arrived while the others still run)."""
+
+    def on_wait(self) -> None: ...
+
+
+async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState,
+                    watch: TurnWatch | None = None) -> None:
     """Run a turn's calls; each call's output lands in `turn.outputs` as soon as it finishes."""
     outputs = turn.outputs
     n = len(checks)
@@ -54,11 +62,15 @@ async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: Tur
             while j < n and _is_parallel(checks[j]):
                 j += 1
             if j - i > 1:
-                await _run_together(inv, checks, turn, i, j)
+                await _run_together(inv, checks, turn, i, j, watch)
                 i = j
                 continue
         out = begin_one(inv, check, i, turn)
-        outputs[i] = await out if type(out) is CoroutineType else out
+        if type(out) is CoroutineType:
+            if watch is not None:
+                watch.on_wait()
+            out = await out
+        outputs[i] = out
         i += 1
 
 
@@ -67,7 +79,7 @@ def _is_parallel(check: Admitted | Refused) -> bool:
 
 
 async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState, start: int,
-                        end: int) -> None:
+                        end: int, watch: TurnWatch | None) -> None:
     """Run calls start..end-1 (all concurrency-safe) together, at most `max_concurrency` at a time.
 
     Each call's first step runs inline; most finish there and cost no task. Only when some suspend
@@ -91,6 +103,8 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
         raise
     if not waiting:
         return
+    if watch is not None:
+        watch.on_wait()
     slots = asyncio.Semaphore(cap - len(waiting))
 
     async def finish(index: int, coro: Coroutine[Any, Any, Finished]) -> None:
@@ -98,11 +112,15 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
             outputs[index] = await coro
         finally:
             slots.release()
+        if watch is not None:
+            watch.on_wait()
 
     async def later(index: int) -> None:
         async with slots:
             out = begin_one(inv, checks[index], index, turn)
             outputs[index] = await out if type(out) is CoroutineType else out  # type: ignore[misc]
+        if watch is not None:
+            watch.on_wait()
 
     await asyncio.gather(*(finish(i, c) for i, c in waiting), *(later(i) for i in range(k, end)))
 

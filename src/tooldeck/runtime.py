@@ -21,22 +21,15 @@ from tooldeck.catalog.profile import Profile, matches
 from tooldeck.catalog.sources import UNFINISHED, Diagnostic, ToolSource, TurnState
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
-from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
+from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput, as_output
+from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
 from tooldeck.dispatch import Confirm, begin_one, run_batch
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Projector
-from tooldeck.records.interrupted import unknown_outcome_text
-from tooldeck.records.port import (
-    FinishedCall,
-    InvocationInfo,
-    NullRecorder,
-    Recorder,
-    RequestedCall,
-    StartedCall,
-)
+from tooldeck.records.port import InvocationInfo, NullRecorder, Recorder, RequestedCall
+from tooldeck.records.writer import TurnWriter
 from tooldeck.snapshot import deferred
 from tooldeck.snapshot.search import DeferredCatalog
 from tooldeck.snapshot.snapshot import Binding, Snapshot
@@ -405,25 +398,27 @@ class Invocation:
             raise
         n = len(wire)
         turn = TurnState(wire, round_no, [UNFINISHED] * n, [None] * n if recording else None)
+        records: TurnWriter | None = None
         if recording:
-            # One transaction before any tool runs: the raw wire arguments verbatim, and which calls start.
-            admitted = [StartedCall(wire[i].id, i, chk.entry.tool_id, chk.args)
-                        for i, chk in enumerate(checks) if type(chk) is Admitted]
-            runtime.recorder.calls_admitted(self.id, round_no, _requested(wire), admitted, time.time())
+            # One transaction before any tool runs: the raw wire arguments verbatim, which calls start, and
+            # the gate's refusals with their results. Then the results, as they arrive (records/writer.py).
+            records = TurnWriter.admit(runtime.recorder, self.id, turn, checks, _requested(wire),
+                                       self.projector.project)
         outputs = turn.outputs
         try:
             if n == 1:
                 out = begin_one(self, checks[0], 0, turn)
                 outputs[0] = await out if type(out) is CoroutineType else out
             else:
-                await run_batch(self, checks, turn)
-        except asyncio.CancelledError:
-            if recording:  # the results that arrived are kept; the others may or may not have run
-                runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, self._project(turn, checks)))
+                await run_batch(self, checks, turn, records)
+        except BaseException as exc:  # cancelled, or a fault: the results that arrived are kept, the others
+            if records is not None:  # may or may not have run
+                self._close_turn(records, turn, checks, exc)
             raise
-        results = self._project(turn, checks)
-        if recording:
-            runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, results))
+        if records is None:
+            return self._project(turn, checks)  # type: ignore[return-value]
+        results = self._project_rest(turn, checks, records.results)
+        records.finish(results)
         return results  # type: ignore[return-value]
 
     def _project(self, turn: TurnState, checks: list[Admitted | Refused]) -> list[AgentToolResult | None]:
@@ -441,42 +436,35 @@ class Invocation:
                 self.effects.extend((c.id, effect) for effect in out.effects)
         return results
 
+    def _close_turn(self, records: TurnWriter, turn: TurnState, checks: list[Admitted | Refused],
+                    exc: BaseException) -> None:
+        """Write a turn that a cancellation or a fault cut off. Should that fail too, it is noted on the
+        exception, which propagates as it is."""
+        try:
+            records.finish(self._project_rest(turn, checks, records.results))
+        except Exception as failed:
+            exc.add_note(f"tooldeck could not close round {turn.round} of {self.id} in the records: {failed}")
+
+    def _project_rest(self, turn: TurnState, checks: list[Admitted | Refused],
+                      results: list[AgentToolResult | None]) -> list[AgentToolResult | None]:
+        """`_project` for a recorded turn, whose `results` already hold the calls projected when they were
+        written (refusals at admission, results written while the turn ran): the others are projected
+        now, each exactly once. Effects in call order."""
+        project = self.projector.project
+        calls = turn.calls
+        for i, out in enumerate(turn.outputs):
+            if out is UNFINISHED:
+                continue
+            if results[i] is None:
+                entry = checks[i].entry
+                results[i] = project(calls[i].id, entry.tool_id if entry is not None else None, turn.round, out)
+            if isinstance(out, ToolOutput) and out.effects:
+                self.effects.extend((calls[i].id, effect) for effect in out.effects)
+        return results
+
 
 def _requested(wire: list[Call]) -> list[RequestedCall]:
     return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
-
-
-def _finished(turn: TurnState, checks: list[Admitted | Refused],
-              results: list[AgentToolResult | None]) -> list[FinishedCall]:
-    """The records of a turn's results; a call whose result never arrived (the turn was cancelled)
-    is `outcome_unknown` if it was admitted, else its refusal."""
-    now = time.time()
-    timings = turn.timings or ()
-    out = []
-    for i, (c, chk, finished, result) in enumerate(zip(turn.calls, checks, turn.outputs, results, strict=True)):
-        if result is None:
-            out.append(_never_arrived(i, c, chk, now))
-            continue
-        o = as_output(finished)
-        status = "outcome_unknown" if o.is_error and o.may_have_executed else "failed" if o.is_error else "completed"
-        timing = timings[i]
-        out.append(FinishedCall(
-            c.id, i, result.tool_id, status, chk.args if type(chk) is Admitted else None, result.content,
-            result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
-            timing[0] if timing is not None else None, timing[1] if timing is not None else now,
-            [e.to_dict() for e in o.effects] if o.effects else []))
-    return out
-
-
-def _never_arrived(index: int, call: Call, check: Admitted | Refused, now: float) -> FinishedCall:
-    if type(check) is Admitted:
-        text = unknown_outcome_text(call.name)
-        return FinishedCall(call.id, index, check.entry.tool_id, "outcome_unknown", check.args, text,
-                            {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True, OUTCOME_UNKNOWN, [], None,
-                            None, now)
-    r = check.result  # type: ignore[union-attr]
-    return FinishedCall(call.id, index, r.tool_id, "failed", None, r.content, r.structured, True, r.error_code, [],
-                        None, None, now)
 
 
 def open(home: str | Path = ".tooldeck", **options: Any) -> Runtime:

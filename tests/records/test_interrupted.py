@@ -60,7 +60,11 @@ def test_sigkill_mid_batch_leaves_a_clean_store_with_unknown_outcomes(tmp_path: 
             assert c.result.is_error and c.result.error_code == "tool.outcome_unknown"
             assert "may or may not have run" in c.result.content and "Check the current state" in c.result.content
         assert calls[6].raw_arguments == '{"n": ' and calls[6].result.error_code == "tool.invalid_arguments"
-        assert [e.kind for e in store.events(inv_id)].count("call_recovered") == 5
+        # The refusal was stored with the turn, so recovery did not touch it.
+        assert [e.data["call_id"] for e in store.events(inv_id) if e.kind == "call_recovered"] == [
+            "t0", "t1", "t2", "t3"]
+        for c in calls[2:6]:  # when they ended is unknown: no invented duration
+            assert c.finished_at is None and c.started_at is not None
         for fmt, messages in replay_all(store, inv_id).items():
             assert validate(messages, fmt) == [], fmt
             ids, results = count_results(messages, fmt)

@@ -1,4 +1,5 @@
-"""A v2 store (one `calls` and one `results` row per call) opens as v3 with nothing lost."""
+"""Migrations: a v2 store (one `calls` and one `results` row per call) opens as the current one with
+nothing lost; a v4 store gets the view of v5."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import orjson
 
 from tooldeck.records import owner as owners
 from tooldeck.records.owner import Owner
-from tooldeck.records.port import FinishedCall, RequestedCall, StartedCall
+from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
 from tooldeck.records.schema import MIGRATIONS, SCHEMA_VERSION
 from tooldeck.records.store import SqliteRecorder
 
@@ -103,7 +104,7 @@ def test_a_v2_store_migrates_without_losing_anything(tmp_path: Path) -> None:
         assert (c2.content, c2.structured, c2.error_code, c2.recorded_at) == (ODD, None, "tool.timeout", 116.0)
         # Round 2 was open: recovered when the store opened (its owner is gone), never re-run.
         assert calls[3].result.error_code == "tool.outcome_unknown"
-        assert calls[4].result.error_code == "tool.interrupted" and calls[3].finished_at is not None
+        assert calls[4].result.error_code == "tool.interrupted" and calls[3].finished_at is None  # unknown
         dead_summary = store.invocation("inv_dead")
         assert (dead_summary.rounds, dead_summary.calls, dead_summary.errors, dead_summary.open_calls,
                 dead_summary.unknown_outcomes) == (2, 5, 4, 0, 2)
@@ -127,7 +128,7 @@ def test_a_v2_store_migrates_without_losing_anything(tmp_path: Path) -> None:
     finally:
         store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"turns", "results", "mcp_registrations"} <= tables and not {"calls", "results_v2"} & tables
         assert conn.execute("SELECT registration_id FROM mcp_registrations").fetchall() == [("time-1",)]
@@ -145,3 +146,26 @@ def test_an_empty_v2_store_migrates(tmp_path: Path) -> None:
     SqliteRecorder(path).close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_v4_store_gets_the_view_with_real_start_times(tmp_path: Path) -> None:
+    path = tmp_path / "records.sqlite"
+    SqliteRecorder(path).close()
+    with sqlite3.connect(path) as conn:  # back to v4: its view took the turn's admission time first
+        conn.execute("DROP VIEW calls_view")
+        conn.execute(MIGRATIONS[3][0])  # type: ignore[arg-type]
+        conn.execute("PRAGMA user_version = 4")
+    store = SqliteRecorder(path)
+    try:
+        store.invocation_started(InvocationInfo("run", "inv", "openai", "chat", False, "snap", "{}", 1.0))
+        store.calls_admitted("inv", 1, [RequestedCall("a", "search", "{}", 0)],
+                             [StartedCall("a", 0, "extension/test:search", {})], 10.0)
+        store.calls_finished("inv", 1, [FinishedCall("a", 0, "extension/test:search", "completed", {}, "ok", None,
+                                                     False, None, [], None, 12.0, 13.0)])
+        [call] = store.history("inv").calls
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT started_at, finished_at FROM calls_view").fetchall() == [(12.0, 13.0)]
+    assert (call.started_at, call.finished_at) == (12.0, 13.0)

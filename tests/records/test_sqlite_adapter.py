@@ -79,3 +79,28 @@ def test_snapshot_rows_cannot_be_updated(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(path) as conn, pytest.raises(sqlite3.IntegrityError, match="write-once"):
         conn.execute("UPDATE snapshots SET json = '{}'")
+
+
+def test_a_turns_batches_are_consecutive_rowids_and_finished_turns_are_forgotten(tmp_path: Path) -> None:
+    from tooldeck.records.port import FinishedCall, RequestedCall, StartedCall
+
+    store = SqliteRecorder(tmp_path / "records.sqlite")
+    inv = start_invocation(store)
+    for round_no in (1, 2):
+        store.calls_admitted(inv, round_no, [RequestedCall(f"c{i}", "search", "{}", i) for i in range(4)],
+                             [StartedCall(f"c{i}", i, "extension/test:search", {}) for i in (0, 2, 3)], 1.0,
+                             [FinishedCall("c1", 1, None, "failed", None, "no", None, True, "tool.unknown_tool", [],
+                                           None, None, 1.0)])
+        for batch in ([3], [0, 2]):
+            store.calls_finished(inv, round_no, [FinishedCall(f"c{i}", i, "extension/test:search", "completed", {},
+                                                              "ok", None, False, None, [], None, 1.0, 2.0)
+                                                 for i in batch])
+    rows = store._conns.get().execute("SELECT t.round, r.result_id - (t.turn_id << 20), r.n FROM turns t "
+                                      "JOIN results r ON r.result_id >> 20 = t.turn_id ORDER BY r.result_id").fetchall()
+    assert rows == [(1, 0, 1), (1, 1, 1), (1, 2, 2), (2, 0, 1), (2, 1, 1), (2, 2, 2)]
+    assert store._progress == {}  # what the store keeps per turn goes once the turn has every result
+    for round_no in range(3, 3 + 4_200):  # turns whose results never come (a host that stops): bounded
+        store.calls_admitted(inv, round_no, [RequestedCall("c", "search", "{}", 0)],
+                             [StartedCall("c", 0, "extension/test:search", {})], 1.0)
+    assert 0 < len(store._progress) <= 4_096
+    store.close()

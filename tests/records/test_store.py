@@ -216,7 +216,8 @@ def test_calls_started_starts_only_calls_still_requested(open_store: Callable[[]
     assert [x.raw_arguments for x in (a, b, c)] == ['{"x":1}', "{}", "{}"]
     store.calls_finished(inv, 1, [_done("a", 0, "found", at=t0 + 4), _done("b", 1, "nope", "failed", t0 + 4)])
     a, b, _c = store.history(inv).calls
-    assert (a.status, a.started_at, a.finished_at, b.status, b.started_at) == ("completed", t0 + 2, t0 + 4, "failed",
+    # A result's own start time (when dispatch started the tool) wins over the turn's (its admission).
+    assert (a.status, a.started_at, a.finished_at, b.status, b.started_at) == ("completed", t0 + 4, t0 + 4, "failed",
                                                                               t0 + 4)
     assert store.invocation(inv).open_calls == 0
 
@@ -327,12 +328,13 @@ def test_calls_view_shows_one_row_per_call_as_the_read_api_does(open_store: Call
     write_round(store, inv, 1, PlannedRound([PlannedCall("a", "search", '{"q": "x"}'), PlannedCall("b", "nope", "[1]"),
                                              PlannedCall("c", "search", "{}")], interrupt="after_started",
                                             admitted=True))
-    store.calls_finished(inv, 1, [_done("a", 0, "found")])
+    store.calls_finished(inv, 1, [_done("a", 0, "found", at=time.time() + 3)])  # its own start time, not the turn's
     store.calls_finished(inv, 1, [_done("a", 0, "again", "failed")])  # a late result: not shown
     with sqlite3.connect(store.path) as conn:
-        rows = conn.execute("SELECT idx, call_id, call_name, raw_arguments, status, content FROM calls_view "
-                            "WHERE invocation_id = ? ORDER BY round, idx", (inv,)).fetchall()
+        rows = conn.execute("SELECT idx, call_id, call_name, raw_arguments, status, content, started_at, finished_at "
+                            "FROM calls_view WHERE invocation_id = ? ORDER BY round, idx", (inv,)).fetchall()
     history = store.history(inv).calls
     assert rows == [(c.index, c.call_id, c.call_name, c.raw_arguments, c.status,
-                     c.result.content if c.result else None) for c in history]
+                     c.result.content if c.result else None, c.started_at, c.finished_at) for c in history]
+    assert history[0].started_at > history[2].started_at
     assert [r[4] for r in rows] == ["completed", "requested", "started"] and rows[0][5] == "found"

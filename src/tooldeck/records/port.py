@@ -1,15 +1,18 @@
 """The records port. Nothing outside `records/` speaks SQL; the runtime writes through this interface.
 
-Write pattern per model turn (a killed process loses no raw arguments, and the hot path pays two
-transactions): `calls_admitted` once after the gate and before any tool runs (the raw wire
-arguments verbatim, and the admitted calls as started), then `calls_finished` once with every
-result. The gate runs no tool and does no I/O; should it raise, the runtime still writes the raw
-arguments with `calls_requested` before the error propagates. `calls_requested` + `calls_started`
-remain for hosts that record the steps separately.
+Write pattern per model turn (a killed process loses no raw arguments, no refusal and no result
+that had arrived; see docs/records.md): `calls_admitted` once after the gate and before any tool
+runs (the raw wire arguments verbatim, the admitted calls as started, and the gate's refusals with
+their results), then `calls_finished` with the results as they arrive: in a turn of several calls,
+the results that arrived while others still run are written in batches (records/writer.py), and
+the end of the turn writes the rest. The gate runs no tool and does no I/O; should it raise, the
+runtime still writes the raw arguments with `calls_requested` before the error propagates.
+`calls_requested` + `calls_started` remain for hosts that record the steps separately.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,7 +61,9 @@ class FinishedCall:
     resource_refs: list[str]
     raw_result: Any
     started_at: float | None
-    finished_at: float
+    """When the tool started; None if it never did (a refusal) or is not known."""
+    finished_at: float | None
+    """When its result arrived; None when that is not known (a call whose result never arrived)."""
     effects: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -70,11 +75,15 @@ class Recorder(Protocol):
     def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None: ...
 
     def calls_admitted(self, invocation_id: str, round: int, requested: list[RequestedCall],
-                       started: list[StartedCall], at: float) -> None:
-        """`calls_requested` and `calls_started` in one transaction."""
+                       started: list[StartedCall], at: float, refused: Sequence[FinishedCall] = ()) -> None:
+        """`calls_requested` and `calls_started` in one transaction, with the results of the calls
+        the gate refused (`refused`: each a requested call that is not in `started`)."""
         ...
 
-    def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None: ...
+    def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None:
+        """A batch of results, in any order; a turn may get several batches (at most one result per
+        call: a repeat is kept apart and does not change the recorded outcome)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -92,7 +101,7 @@ class NullRecorder:
         return None
 
     def calls_admitted(self, invocation_id: str, round: int, requested: list[RequestedCall],
-                       started: list[StartedCall], at: float) -> None:
+                       started: list[StartedCall], at: float, refused: Sequence[FinishedCall] = ()) -> None:
         return None
 
     def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None:

@@ -76,6 +76,27 @@ def _write_v3_turn(conn: sqlite3.Connection, rows: list[Any]) -> None:
                       sum(1 for r in results if r[1] == "outcome_unknown"), when, entries.encode_results(results)))
 
 
+def _calls_view(started_at: str) -> str:
+    """`calls_view`: one row per call (its first result joined), `started_at` being the given expression."""
+    return f"""CREATE VIEW calls_view AS
+        SELECT invocation_id, round, json_extract(entry, '$[0]') AS idx, json_extract(entry, '$[1]') AS call_id,
+               json_extract(entry, '$[2]') AS call_name,
+               coalesce(json_extract(result, '$[2]'), json_extract(entry, '$[4]')) AS tool_id,
+               json_extract(entry, '$[3]') AS raw_arguments, json_extract(entry, '$[5]') AS arguments,
+               coalesce(json_extract(result, '$[1]'),
+                        CASE WHEN json_array_length(entry) >= 7 THEN 'started' ELSE 'requested' END) AS status,
+               requested_at, {started_at} AS started_at,
+               json_extract(result, '$[4]') AS finished_at, json_extract(result, '$[5]') AS content,
+               json_extract(result, '$[7]') AS is_error, json_extract(result, '$[8]') AS error_code
+        FROM (SELECT t.invocation_id, t.round, t.requested_at, c.value AS entry,
+                     (SELECT e.value FROM results r, json_each(r.results) e
+                      WHERE r.result_id BETWEEN t.turn_id << {RESULT_BATCH_BITS}
+                                            AND (t.turn_id << {RESULT_BATCH_BITS}) + {(1 << RESULT_BATCH_BITS) - 1}
+                        AND json_extract(e.value, '$[0]') = json_extract(c.value, '$[0]')
+                      ORDER BY r.result_id LIMIT 1) AS result
+              FROM turns t, json_each(t.calls) c)"""
+
+
 MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 1: the initial schema.
     (
@@ -196,25 +217,11 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     ),
     # 4: a read-only view with one row per call, for ad-hoc SQL (`sqlite3 records.sqlite`); the
     # runtime never reads it. Its columns follow the JSON entries of records/turns.py.
-    (
-        f"""CREATE VIEW calls_view AS
-        SELECT invocation_id, round, json_extract(entry, '$[0]') AS idx, json_extract(entry, '$[1]') AS call_id,
-               json_extract(entry, '$[2]') AS call_name,
-               coalesce(json_extract(result, '$[2]'), json_extract(entry, '$[4]')) AS tool_id,
-               json_extract(entry, '$[3]') AS raw_arguments, json_extract(entry, '$[5]') AS arguments,
-               coalesce(json_extract(result, '$[1]'),
-                        CASE WHEN json_array_length(entry) >= 7 THEN 'started' ELSE 'requested' END) AS status,
-               requested_at, coalesce(json_extract(entry, '$[6]'), json_extract(result, '$[3]')) AS started_at,
-               json_extract(result, '$[4]') AS finished_at, json_extract(result, '$[5]') AS content,
-               json_extract(result, '$[7]') AS is_error, json_extract(result, '$[8]') AS error_code
-        FROM (SELECT t.invocation_id, t.round, t.requested_at, c.value AS entry,
-                     (SELECT e.value FROM results r, json_each(r.results) e
-                      WHERE r.result_id BETWEEN t.turn_id << {RESULT_BATCH_BITS}
-                                            AND (t.turn_id << {RESULT_BATCH_BITS}) + {(1 << RESULT_BATCH_BITS) - 1}
-                        AND json_extract(e.value, '$[0]') = json_extract(c.value, '$[0]')
-                      ORDER BY r.result_id LIMIT 1) AS result
-              FROM turns t, json_each(t.calls) c)""",
-    ),
+    (_calls_view("coalesce(json_extract(entry, '$[6]'), json_extract(result, '$[3]'))"),),
+    # 5: a call's start time is its result's (when the tool started) before the turn's (its admission),
+    # as the read API has it since results are written while a turn runs.
+    ("DROP VIEW calls_view",
+     _calls_view("coalesce(json_extract(result, '$[3]'), json_extract(entry, '$[6]'))")),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

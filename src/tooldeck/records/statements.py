@@ -1,8 +1,9 @@
 """The SQL of the records store's turns and results (schema v3; the entries are in records/turns.py).
 
-The hot path writes one row per transaction: `calls_admitted` one `turns` row, `calls_finished` one
-`results` row. A turn's result batches are the rowid range `turn_id << RESULT_BATCH_BITS` ..
-`+ BATCH_MASK`, so `results` keeps no index, and batch 0 of a turn can be inserted only once.
+The hot path writes one row per transaction: `calls_admitted` one `turns` row (and, when the gate
+refused calls, their results as the turn's batch 0), `calls_finished` one `results` row per batch. A
+turn's result batches are the rowid range `turn_id << RESULT_BATCH_BITS` .. `+ BATCH_MASK`, so
+`results` keeps no index, and each batch number of a turn can be inserted only once.
 """
 
 from __future__ import annotations
@@ -33,3 +34,8 @@ BATCHES = "SELECT result_id, recorded_at, results FROM results WHERE result_id B
 
 OPEN_TURN = f"t.n > (SELECT total(r.n) FROM results r WHERE {RESULTS_OF_TURN})"
 """Condition on a turn `t`: some of its calls have no result yet."""
+
+INSERT_NEXT_RESULTS = ("INSERT INTO results (result_id, n, errors, unknown, recorded_at, results) "
+                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+"""A later batch of a turn this process admitted, at the rowid it expects: no row inserted means
+another writer put a batch there first (recovery), and the caller checks call by call."""

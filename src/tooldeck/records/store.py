@@ -36,6 +36,9 @@ from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
 _KNOWN_SNAPSHOTS = 64
 _KNOWN_RUNS = 4_096
+_KNOWN_TURNS = 4_096
+_MASK_LIMIT = 1 << 16
+"""Indexes kept in a turn's bitmask of written results; a batch with a larger index is checked call by call."""
 _FINAL = frozenset(FINAL_STATUSES)
 
 _OWN_INVOCATION = "INSERT INTO owner_invocations (owner_id, invocation_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
@@ -68,6 +71,13 @@ def _rejected(what: str, why: str) -> TooldeckError:
     return TooldeckError("records.write_rejected", f"the records store rejected {what}: {why}")
 
 
+def _result_entry(c: FinishedCall, what: str) -> list[Any]:
+    if c.status not in _FINAL:
+        raise _rejected(what, f"{c.status!r} is not a final status ({', '.join(FINAL_STATUSES)})")
+    return [c.index, c.status, c.tool_id, c.started_at, c.finished_at, c.content, c.structured, bool(c.is_error),
+            c.error_code, c.resource_refs or None, c.raw_result, c.effects or None]
+
+
 class SqliteRecorder:
     """The SQLite adapter of the records port, with the read API used by replay, resume and the CLI."""
 
@@ -84,6 +94,10 @@ class SqliteRecorder:
         self._stored_runs: set[str] = set()
         self._stored_snapshots: dict[str, str] = {}
         """Snapshot id → the JSON this process stored or found stored (bounded by _KNOWN_SNAPSHOTS)."""
+        self._progress: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+        """(invocation, round) of a dense turn this process admitted whose results are not all written →
+        (turn_id, calls, next batch, bitmask of the indexes whose result it wrote). Bounded by
+        _KNOWN_TURNS; a turn missing here is written through the checked path."""
         self._conns = Connections(self.path, busy_timeout_ms, synchronous.upper())
         self._checkpointer = Checkpointer(self._conns)
         try:
@@ -175,7 +189,7 @@ class SqliteRecorder:
                           f"round {round} of {invocation_id}")
 
     def calls_admitted(self, invocation_id: str, round: int, requested: list[RequestedCall],
-                       started: list[StartedCall], at: float) -> None:
+                       started: list[StartedCall], at: float, refused: Sequence[FinishedCall] = ()) -> None:
         if not requested:
             return
         owner_id = self._owner_id()
@@ -192,17 +206,48 @@ class SqliteRecorder:
             s = admitted.get(index)
             calls.append([index, c.call_id, c.name, c.raw_arguments] if s is None else
                          [index, c.call_id, c.name, c.raw_arguments, s.tool_id, s.arguments, at])
+        what = f"round {round} of {invocation_id}"
         if not dense and len({c[0] for c in calls}) != len(calls):
-            raise _rejected(f"round {round} of {invocation_id}", "two calls have the same index")
+            raise _rejected(what, "two calls have the same index")
         params = (invocation_id, round, owner_id, at, len(calls), dense, turns.encode_calls(calls))
+        # The gate's refusals are final before anything runs: their results go in the same transaction
+        # (batch 0 of the turn), so a refusal keeps its reason whatever happens to the process next.
+        batch0: tuple[Any, ...] | None = None
+        done = 0
+        if refused:
+            indexes = {c[0] for c in calls}
+            closed: set[int] = set()
+            entries = []
+            for c in refused:
+                if c.index not in indexes or c.index in admitted or c.index in closed:
+                    raise _rejected(what, f"refused call {c.index} ({c.call_id!r}) is not a call of this turn, "
+                                    "or it was admitted, or refused twice")
+                closed.add(c.index)
+                entries.append(_result_entry(c, what))
+            errors, unknown = _counts(entries)
+            batch0 = (len(entries), errors, unknown, at, turns.encode_results(entries))
+            if dense:
+                for index in closed:
+                    done |= 1 << index
 
-        def tx(conn: sqlite3.Connection) -> None:
+        def tx(conn: sqlite3.Connection) -> int:
             if not owned:
                 conn.execute(_OWN_INVOCATION, (owner_id, invocation_id))
-            conn.execute(sql.INSERT_TURN, params)
+            turn_id: int = conn.execute(sql.INSERT_TURN, params).lastrowid  # type: ignore[assignment]
+            if batch0 is not None:
+                conn.execute(sql.INSERT_RESULTS, (turn_id << RESULT_BATCH_BITS, *batch0))
+            return turn_id
 
-        self._guarded(tx, f"round {round} of {invocation_id}")
+        turn_id = self._guarded(tx, what)
         self._owned.add(invocation_id)
+        if dense and len(refused) < len(calls):
+            self._remember(invocation_id, round, (turn_id, len(calls), 1 if refused else 0, done))
+
+    def _remember(self, invocation_id: str, round: int, progress: tuple[int, int, int, int]) -> None:
+        """What this process wrote of a dense turn whose results are not all written yet."""
+        if len(self._progress) >= _KNOWN_TURNS:
+            self._progress.clear()
+        self._progress[(invocation_id, round)] = progress
 
     def _start(self, conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[StartedCall],
                at: float) -> None:
@@ -228,32 +273,58 @@ class SqliteRecorder:
         if not calls:
             return
         now = time.time()
+        what = f"round {round} of {invocation_id}"
         results: list[list[Any]] = []
-        errors = unknown = 0
+        errors = unknown = mask = 0
         top = -1
-        for c in calls:
-            status, index = c.status, c.index
+        distinct = True
+        for c in calls:  # one pass, no call per entry: this is the hot path
+            index, status, is_error = c.index, c.status, bool(c.is_error)
             if status not in _FINAL:
-                raise _rejected(f"round {round} of {invocation_id}", f"{status!r} is not a final status "
-                                f"({', '.join(FINAL_STATUSES)})")
+                raise _rejected(what, f"{status!r} is not a final status ({', '.join(FINAL_STATUSES)})")
             if status == "outcome_unknown":
                 unknown += 1
-            if c.is_error:
+            if is_error:
                 errors += 1
             if index > top:
                 top = index
-            results.append([index, status, c.tool_id, c.started_at, c.finished_at, c.content, c.structured,
-                            bool(c.is_error), c.error_code, c.resource_refs or None, c.raw_result, c.effects or None])
-        indexes = {c.index for c in calls}
-        fast = len(indexes) == len(calls) and min(indexes) >= 0
-        params = (len(results), errors, unknown, now, turns.encode_results(results), invocation_id, round, top)
+            if index < 0 or index >= _MASK_LIMIT or mask >> index & 1:
+                distinct = False
+            else:
+                mask |= 1 << index
+            results.append([index, status, c.tool_id, c.started_at, c.finished_at, c.content, c.structured, is_error,
+                            c.error_code, c.resource_refs or None, c.raw_result, c.effects or None])
+        encoded = turns.encode_results(results)
+        key = (invocation_id, round)
+        progress = self._progress.get(key)
+        if progress is not None and distinct and top < progress[1] and not mask & progress[3]:
+            # A turn this process admitted, none of these results written before: its next batch, at the
+            # rowid this process expects. A batch someone else wrote there (recovery closing calls of this
+            # turn) makes the insert conflict, and the results are then checked call by call.
+            turn_id, n, batch, written = progress
+            row = ((turn_id << RESULT_BATCH_BITS) | batch, len(results), errors, unknown, now, encoded)
 
-        def tx(conn: sqlite3.Connection) -> None:
-            if fast and conn.execute(sql.INSERT_FIRST_RESULTS, params).rowcount:
+            def next_batch(conn: sqlite3.Connection) -> bool:
+                if conn.execute(sql.INSERT_NEXT_RESULTS, row).rowcount:
+                    return True
+                self._finish_checked(conn, invocation_id, round, calls, results, now)
+                return False
+
+            if self._guarded(next_batch, what) and written | mask != (1 << n) - 1:
+                self._progress[key] = (turn_id, n, batch + 1, written | mask)
+            else:
+                self._progress.pop(key, None)
+            return
+        if progress is not None:
+            self._progress.pop(key, None)
+        params = (len(results), errors, unknown, now, encoded, invocation_id, round, top)
+
+        def first_or_checked(conn: sqlite3.Connection) -> None:
+            if distinct and conn.execute(sql.INSERT_FIRST_RESULTS, params).rowcount:
                 return
             self._finish_checked(conn, invocation_id, round, calls, results, now)
 
-        self._guarded(tx, f"round {round} of {invocation_id}")
+        self._guarded(first_or_checked, what)
 
     def _finish_checked(self, conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[FinishedCall],
                         results: list[list[Any]], now: float) -> None:
@@ -300,9 +371,9 @@ class SqliteRecorder:
             raise _rejected(f"turn {turn_id}", f"a turn holds at most {sql.BATCH_MASK + 1} batches of results")
         return closed, batch
 
-    def _guarded(self, tx: Any, what: str) -> None:
+    def _guarded(self, tx: Any, what: str) -> Any:
         try:
-            self._write(tx)
+            return self._write(tx)
         except sqlite3.IntegrityError as exc:
             raise _rejected(what, f"{exc}. Record the invocation (invocation_started) before its calls, and never "
                             "reuse a round number") from exc
@@ -358,7 +429,9 @@ class SqliteRecorder:
                 for c, (status, code, message, structured) in plan:
                     if c.index in closed:
                         continue
-                    entries.append([c.index, status, None, None, now, message, structured, True, code, None, None,
+                    # No finish time: when (or whether) the call ended is unknown, and a duration
+                    # up to the recovery would be invented.
+                    entries.append([c.index, status, None, None, None, message, structured, True, code, None, None,
                                     None])
                     conn.execute(_INSERT_EVENT, (c.invocation_id, "call_recovered", dump({
                         "round": c.round, "index": c.index, "call_id": c.call_id, "was": c.status, "status": status,
@@ -376,7 +449,7 @@ class SqliteRecorder:
         for turn_id, plan in plans.items():
             for c, (status, code, message, structured) in plan:
                 if (turn_id, c.index) in done:
-                    c.status, c.finished_at = status, now
+                    c.status, c.finished_at = status, None
                     c.result = ResultRecord(message, structured, True, code, [], None, [], now)
                     closed_calls.append(c)
         return closed_calls
@@ -486,7 +559,7 @@ class SqliteRecorder:
                 status, finished_at = r[1], r[4]
                 if r[2] is not None:
                     tool_id = text(r[2])
-                if started_at is None:
+                if r[3] is not None:  # when the tool really started (the turn's time is its admission)
                     started_at = r[3]
                 if r[5] is not None:
                     result = ResultRecord(text(r[5]), r[6], bool(r[7]), text(r[8]), r[9] or [], r[10], r[11] or [],
