@@ -28,6 +28,10 @@ class ToolSpec:
 
 def tool_specs(tools: list[dict[str, Any]]) -> list[ToolSpec]:
     """`Invocation.tools()` → one spec per tool, in the array's order."""
+    if any(_native_search(entry) for entry in tools):
+        raise TooldeckError(NATIVE_SEARCH_UNSUPPORTED, "provider-native tool search (`native_search = true`) "
+                            "cannot be used through a framework adapter, whose framework builds the request; "
+                            "set `native_search = false` (find_tools and run_tool then do the search)")
     specs: list[ToolSpec] = []
     for entry in tools:
         if not isinstance(entry, Mapping):
@@ -37,10 +41,6 @@ def tool_specs(tools: list[dict[str, Any]]) -> list[ToolSpec]:
             for decl in group:
                 specs.append(_spec(decl, decl.get("parameters") if isinstance(decl, Mapping) else None))
             continue
-        if "defer_loading" in entry:
-            raise TooldeckError(NATIVE_SEARCH_UNSUPPORTED, "provider-native tool search (`native_search = true`) "
-                                "cannot be used through a framework adapter, whose framework builds the request; "
-                                "set `native_search = false` (find_tools and run_tool then do the search)")
         if entry.get("type") == "function" and isinstance(entry.get("function"), Mapping):
             fn = entry["function"]
             specs.append(_spec(fn, fn.get("parameters")))
@@ -53,6 +53,14 @@ def tool_specs(tools: list[dict[str, Any]]) -> list[ToolSpec]:
         else:
             raise _unsupported(entry)
     return specs
+
+
+def _native_search(entry: Any) -> bool:
+    """An entry only provider-native search has: a deferred tool, or the provider's search tool."""
+    if not isinstance(entry, Mapping):
+        return False
+    kind = entry.get("type")
+    return "defer_loading" in entry or (isinstance(kind, str) and kind.startswith("tool_search"))
 
 
 def _spec(entry: Any, parameters: Any) -> ToolSpec:
