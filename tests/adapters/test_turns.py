@@ -71,58 +71,63 @@ async def test_a_late_call_is_the_next_turn_and_starts_after_the_first_ended(mak
     assert [(c.call_id, c.round) for c in history(rt, inv.id).calls] == [("a", 1), ("b", 2)]
 
 
+@pytest.mark.parametrize("cancelled", [0, 1], ids=["first-call", "second-call"])
 async def test_a_call_cancelled_before_its_turn_closed_never_runs_and_is_not_recorded(
-        make_runtime: MakeRuntime) -> None:
+        make_runtime: MakeRuntime, cancelled: int) -> None:
     rt = make_runtime()
     inv = rt.invocation(run_id="r")
     batcher = TurnBatcher(inv)
-    dropped = asyncio.create_task(batcher.call("c1", "workspace_write_file", {"path": "output/1.md", "content": "1"}))
-    kept = asyncio.create_task(batcher.call("c2", "workspace_write_file", {"path": "output/2.md", "content": "2"}))
+    tasks = [asyncio.create_task(batcher.call(f"c{i}", "workspace_write_file",
+                                              {"path": f"output/{i}.md", "content": str(i)})) for i in range(2)]
     await asyncio.sleep(0)  # both joined the batch; it closes on a later loop iteration
-    dropped.cancel()
-    assert not (await kept).is_error
+    tasks[cancelled].cancel()
+    kept = 1 - cancelled
+    assert not (await tasks[kept]).is_error
     with pytest.raises(asyncio.CancelledError):
-        await dropped
+        await tasks[cancelled]
     out = workspace(rt, "r") / "output"
-    assert sorted(p.name for p in out.iterdir()) == ["2.md"]
-    assert [c.call_id for c in history(rt, inv.id).calls] == ["c2"]
+    assert sorted(p.name for p in out.iterdir()) == [f"{kept}.md"]
+    assert [c.call_id for c in history(rt, inv.id).calls] == [f"c{kept}"]
 
 
-async def test_cancelling_every_caller_stops_the_running_tool(make_runtime: MakeRuntime, tmp_path: Path) -> None:
+@pytest.mark.parametrize("callers", [1, 2])
+async def test_cancelling_every_caller_stops_the_running_tools(make_runtime: MakeRuntime, tmp_path: Path,
+                                                               callers: int) -> None:
     rt = make_runtime()
-    beats = tmp_path / "beats.txt"
-    stopped = threading.Event()
+    stopped: list[str] = []
 
-    @rt.tool(extension_id="probe")
-    async def spin() -> str:
+    @rt.tool(extension_id="probe", annotations=tooldeck.ToolAnnotations(concurrency_safe=True))
+    async def spin(tag: str) -> str:
         """Append a line every 10 ms until cancelled."""
         try:
             while True:
-                with beats.open("a") as f:
+                with (tmp_path / tag).open("a") as f:
                     f.write("beat\n")
                 await asyncio.sleep(0.01)
         finally:
-            stopped.set()
+            stopped.append(tag)
 
     inv = rt.invocation(run_id="r")
     batcher = TurnBatcher(inv)
-    caller = asyncio.create_task(batcher.call("c1", "spin", {}))
+    tags = [f"t{i}" for i in range(callers)]
+    tasks = [asyncio.create_task(batcher.call(tag, "spin", {"tag": tag})) for tag in tags]
     deadline = time.monotonic() + 30
-    while not (beats.exists() and beats.stat().st_size > 0):
-        assert time.monotonic() < deadline, "the tool never started"
+    while not all((tmp_path / tag).exists() for tag in tags):
+        assert time.monotonic() < deadline, "the tools never started"
         await asyncio.sleep(0.01)
-    caller.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await caller
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with pytest.raises(asyncio.CancelledError):
+            await task
     deadline = time.monotonic() + 30
-    while not stopped.is_set():
-        assert time.monotonic() < deadline, "the tool was not cancelled"
+    while sorted(stopped) != tags:
+        assert time.monotonic() < deadline, f"not cancelled: {sorted(set(tags) - set(stopped))}"
         await asyncio.sleep(0.01)
-    size = beats.stat().st_size
+    sizes = [(tmp_path / tag).stat().st_size for tag in tags]
     await asyncio.sleep(0.1)
-    assert beats.stat().st_size == size  # no beat after the cancellation
-    [call] = history(rt, inv.id).calls
-    assert call.status == "outcome_unknown"
+    assert [(tmp_path / tag).stat().st_size for tag in tags] == sizes  # no beat after the cancellation
+    assert {c.status for c in history(rt, inv.id).calls} == {"outcome_unknown"}
 
 
 async def test_one_cancelled_caller_leaves_the_turn_running_for_the_others(make_runtime: MakeRuntime) -> None:

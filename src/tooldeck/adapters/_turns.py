@@ -4,11 +4,13 @@ Every framework here hands its tools one call at a time. For the async path each
 of one model response together, as sibling tasks (pydantic-ai: one task per call in a segment;
 the OpenAI Agents SDK: one task per function call; LangGraph's `ToolNode`: `asyncio.gather`), and
 every sibling reaches its tool after the same number of event-loop steps. So `TurnBatcher.call`
-collects calls instead of running them: the first call of a batch schedules a check on the next
-loop iteration, the check reschedules itself while calls keep arriving, and once an iteration
-passes with no new call the batch is closed and runs as ONE `arun` turn. That gives the model
-response's calls one gate pass, one budget charge, one pair of records transactions, and
-tooldeck's own concurrency rule (concurrency-safe calls together, the rest in call order).
+collects calls instead of running them: the first call of a batch yields to the loop (`sleep(0)`)
+while calls keep arriving, and once an iteration passes with no new call the batch is closed and
+runs as ONE `arun` turn. That gives the model response's calls one gate pass, one budget charge,
+one pair of records transactions, and tooldeck's own concurrency rule (concurrency-safe calls
+together, the rest in call order). A call alone in its batch runs in its caller's task (one
+`sleep(0)` more than a direct `arun`); a batch of several runs in a task of its own, which each
+caller awaits through a future of its own.
 
 Invariants:
 - turns of one invocation never overlap: a batch starts after the previous batch finished, so a
@@ -47,16 +49,27 @@ def wire_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
 
 
 class _Batch:
-    __slots__ = ("calls", "done", "dropped", "loop", "seen", "task", "waiting")
+    __slots__ = ("calls", "finished", "futures", "loop", "task", "waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.calls: list[dict[str, Any]] = []
-        self.dropped: set[int] = set()
-        self.seen = 0
+        self.futures: list[asyncio.Future[AgentToolResult]] = []
         self.waiting = 0
-        self.done: asyncio.Future[list[AgentToolResult | None]] = loop.create_future()
+        self.finished: asyncio.Future[None] = loop.create_future()
+        """Resolved when the batch's turn has ended, however it ended: the next turn waits for it."""
         self.task: asyncio.Task[None] | None = None
+
+    def add(self, call: dict[str, Any]) -> asyncio.Future[AgentToolResult]:
+        future: asyncio.Future[AgentToolResult] = self.loop.create_future()
+        self.calls.append(call)
+        self.futures.append(future)
+        self.waiting += 1
+        return future
+
+    def live(self) -> list[int]:
+        """The calls whose caller still waits (a call cancelled before the turn closed is left out)."""
+        return [i for i, f in enumerate(self.futures) if not f.done()]
 
 
 class TurnBatcher:
@@ -65,66 +78,91 @@ class TurnBatcher:
     def __init__(self, invocation: Invocation) -> None:
         self.invocation = invocation
         self._open: _Batch | None = None
-        self._previous: asyncio.Task[None] | None = None
+        self._last: asyncio.Future[None] | None = None
 
     async def call(self, call_id: str, name: str, arguments: Any) -> AgentToolResult:
         """This call's result, once the turn it joined has run."""
         loop = asyncio.get_running_loop()
         batch = self._open
         if batch is None or batch.loop is not loop:
-            batch = self._open = _Batch(loop)
-            loop.call_soon(self._settle, batch)
-        index = len(batch.calls)
-        batch.calls.append(wire_call(call_id, name, arguments))
-        batch.waiting += 1
-        try:
-            results = await asyncio.shield(batch.done)
-        except asyncio.CancelledError:
-            batch.waiting -= 1
-            if batch.task is None:
-                batch.dropped.add(index)  # never reached the gate: nothing ran, nothing to record
-            elif batch.waiting == 0:
-                batch.task.cancel()
-            raise
-        result = results[index]
-        if result is None:  # only for a dropped call, whose caller is gone
-            raise RuntimeError("a dropped call has no result")
-        return result
+            return await self._lead(loop, wire_call(call_id, name, arguments))
+        return await self._wait(batch, batch.add(wire_call(call_id, name, arguments)))
 
-    def _settle(self, batch: _Batch) -> None:
-        """Loop callback: close the batch once a loop iteration brought no new call."""
-        if len(batch.calls) != batch.seen:
-            batch.seen = len(batch.calls)
-            batch.loop.call_soon(self._settle, batch)
-            return
+    async def _lead(self, loop: asyncio.AbstractEventLoop, call: dict[str, Any]) -> AgentToolResult:
+        """The first call of a batch collects its siblings, then runs the turn: in its own task when it
+        is alone (its caller is then every caller of the turn), else in a task of the batch's own."""
+        batch = self._open = _Batch(loop)
+        future = batch.add(call)
+        seen = 1
+        try:
+            while True:
+                await asyncio.sleep(0)
+                if len(batch.calls) == seen:
+                    break
+                seen = len(batch.calls)
+        except asyncio.CancelledError:
+            future.cancel()
+            batch.waiting -= 1
+            self._dispatch(batch)  # the siblings still wait for their turn
+            raise
+        previous = self._close(batch)
+        if len(batch.calls) > 1 or (previous is not None and not previous.done()):
+            self._start(batch, previous)
+            return await self._wait(batch, future)
+        try:
+            return (await self.invocation.arun(batch.calls))[0]
+        finally:
+            batch.finished.set_result(None)
+
+    async def _wait(self, batch: _Batch, future: asyncio.Future[AgentToolResult]) -> AgentToolResult:
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if future.cancelled():  # this caller was cancelled (not the turn: that sets an exception)
+                batch.waiting -= 1
+                if batch.task is not None and batch.waiting == 0:
+                    batch.task.cancel()
+            raise
+
+    def _close(self, batch: _Batch) -> asyncio.Future[None] | None:
+        """No call joins `batch` any more; it becomes the last turn. Returns the turn before it."""
         if self._open is batch:
             self._open = None
-        if batch.waiting == 0:  # every caller was cancelled while it was collecting
-            batch.done.cancel()
-            return
-        batch.task = batch.loop.create_task(self._run(batch, self._previous))
-        self._previous = batch.task
+        previous, self._last = self._last, batch.finished
+        return previous
 
-    async def _run(self, batch: _Batch, previous: asyncio.Task[None] | None) -> None:
+    def _dispatch(self, batch: _Batch) -> None:
+        previous = self._close(batch)
+        if batch.waiting == 0:  # every caller left before the turn closed: nothing runs
+            batch.finished.set_result(None)
+            return
+        self._start(batch, previous)
+
+    def _start(self, batch: _Batch, previous: asyncio.Future[None] | None) -> None:
+        batch.task = batch.loop.create_task(self._run(batch, previous))
+
+    async def _run(self, batch: _Batch, previous: asyncio.Future[None] | None) -> None:
         try:
             if previous is not None and not previous.done():
                 await asyncio.wait((previous,))
-            keep = [i for i in range(len(batch.calls)) if i not in batch.dropped]
-            results: list[AgentToolResult | None] = [None] * len(batch.calls)
+            keep = batch.live()
             if keep:
                 ran = await self.invocation.arun([batch.calls[i] for i in keep])
                 for i, result in zip(keep, ran, strict=True):
-                    results[i] = result
+                    if not batch.futures[i].done():
+                        batch.futures[i].set_result(result)
         except BaseException as exc:
-            if not batch.done.done():
-                if isinstance(exc, asyncio.CancelledError):
-                    batch.done.cancel()
+            for future in batch.futures:
+                if future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)
                 else:
-                    batch.done.set_exception(exc)
+                    future.cancel()
             if not isinstance(exc, Exception):
                 raise
-            return
-        batch.done.set_result(results)
+        finally:
+            batch.finished.set_result(None)
 
 
 def run_sync(invocation: Invocation, call_id: str, name: str, arguments: Any) -> AgentToolResult:
