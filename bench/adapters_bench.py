@@ -4,8 +4,9 @@ own tool. The tool is `async def add(a: int, b: int) -> int` everywhere.
 
 - OpenAI Agents SDK: `FunctionTool.on_invoke_tool` of `@function_tool` vs the adapter's FunctionTool;
 - LangChain: `.ainvoke(tool_call)` of `@tool` (a StructuredTool) vs the adapter's BaseTool;
-- pydantic-ai: a whole `Agent.run` with `FunctionModel` (one step calling the tool, then text)
-  with `agent.tool_plain` vs `TooldeckToolset`.
+- pydantic-ai: what its ToolManager does per call (`args_validator` then `toolset.call_tool`) on a
+  `FunctionToolset` vs `TooldeckToolset`; and, for scale, a whole `Agent.run` with `FunctionModel`
+  (one step calling the tool once, then the answer) with `agent.tool_plain` vs the toolset.
 
 tooldeck rows with records off and on (SQLite in a temp dir); "1 call" is one call per model
 response, "10 calls" ten calls of one response started together (one tooldeck turn), per call.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,50 +125,69 @@ async def langchain(homes: dict[bool, Path]) -> None:
 
 
 async def pydantic_ai(homes: dict[bool, Path]) -> None:
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, RunContext
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai.usage import RunUsage
 
     from tooldeck.adapters.pydantic_ai import TooldeckToolset
 
-    def model(calls: int) -> FunctionModel:
-        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            if len(messages) == 1:
-                return ModelResponse(parts=[ToolCallPart("add", ARGS, tool_call_id=f"c{i}") for i in range(calls)])
-            return ModelResponse(parts=[TextPart("done")])
-        return FunctionModel(respond)
+    # The toolset layer: what pydantic-ai's ToolManager does per call (validate, then call_tool).
+    ctx = RunContext(deps=None, model=FunctionModel(lambda m, i: ModelResponse(parts=[])), usage=RunUsage())
+    own_set: Any = FunctionToolset([add])
+    sets: dict[str, Any] = {"own": own_set, **{f"records {'on' if rec else 'off'}": TooldeckToolset(
+        runtime(homes[rec], rec).invocation()) for rec in (False, True)}}
+    tools = {name: (await ts.get_tools(ctx))["add"] for name, ts in sets.items()}
+    contexts = [replace(ctx, tool_call_id=f"c{i}") for i in range(10)]
 
-    def agents(calls: int) -> dict[str, Any]:
-        own = Agent(model(calls))
-        own.tool_plain(add)
-        made = {"own": own}
-        for rec in (False, True):
-            made[f"records {'on' if rec else 'off'}"] = Agent(model(calls), toolsets=[
-                TooldeckToolset(runtime(homes[rec] / f"pyd{calls}", rec))])
-        return made
+    def one(name: str) -> Callable[[int], Awaitable[object]]:
+        toolset, tool = sets[name], tools[name]
+
+        async def call(i: int = 0) -> object:
+            return await toolset.call_tool("add", tool.args_validator.validate_json(ARGS), contexts[i], tool)
+        return call
+
+    variants: Variants = {
+        "pydantic-ai FunctionToolset, 1 call": one("own"),
+        "toolset records off, 1 call": one("records off"),
+        "toolset records on, 1 call": one("records on"),
+        "pydantic-ai FunctionToolset, 10 calls": ten(one("own")),
+        "toolset records off, 10 calls": ten(one("records off")),
+        "toolset records on, 10 calls": ten(one("records on")),
+    }
+    rows = await ainterleaved_us(variants, 100, per_call_divisor={k: 10 for k in variants if "10 calls" in k},
+                                 warmup=20)
+    print_ratios("pydantic-ai-slim 2.68.0, args_validator + toolset.call_tool (median µs per call):", rows, [
+        ("toolset records off, 1 call", "pydantic-ai FunctionToolset, 1 call"),
+        ("toolset records on, 1 call", "pydantic-ai FunctionToolset, 1 call"),
+        ("toolset records off, 10 calls", "pydantic-ai FunctionToolset, 10 calls"),
+        ("toolset records on, 10 calls", "pydantic-ai FunctionToolset, 10 calls")])
+
+    # A whole run, for scale: one step calling the tool once, then the answer.
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("add", ARGS, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    own_agent = Agent(FunctionModel(respond))
+    own_agent.tool_plain(add)
+    agents = {"pydantic-ai own tool_plain, Agent.run": own_agent,
+              "toolset records off, Agent.run": Agent(FunctionModel(respond), toolsets=[
+                  TooldeckToolset(runtime(homes[False] / "runs", False))]),
+              "toolset on one invocation, Agent.run": Agent(FunctionModel(respond), toolsets=[
+                  TooldeckToolset(runtime(homes[False] / "shared", False).invocation())])}
 
     def run(agent: Any) -> Callable[[], Awaitable[object]]:
         async def go() -> object:
             return await agent.run("go")
         return go
 
-    one, many = agents(1), agents(10)
-    assert (await run(one["records on"])()).output == "done"
-    variants: Variants = {
-        "pydantic-ai own tool_plain, 1 call": run(one["own"]),
-        "toolset records off, 1 call": run(one["records off"]),
-        "toolset records on, 1 call": run(one["records on"]),
-        "pydantic-ai own tool_plain, 10 calls": run(many["own"]),
-        "toolset records off, 10 calls": run(many["records off"]),
-        "toolset records on, 10 calls": run(many["records on"]),
-    }
-    rows = await ainterleaved_us(variants, 3, repeats=25, warmup=3)
-    print_ratios("pydantic-ai-slim 2.68.0, a whole Agent.run with FunctionModel: one step with the calls, one "
-                 "answer (median µs per run; the toolset opens one tooldeck invocation per run):", rows, [
-        ("toolset records off, 1 call", "pydantic-ai own tool_plain, 1 call"),
-        ("toolset records on, 1 call", "pydantic-ai own tool_plain, 1 call"),
-        ("toolset records off, 10 calls", "pydantic-ai own tool_plain, 10 calls"),
-        ("toolset records on, 10 calls", "pydantic-ai own tool_plain, 10 calls")])
+    rows = await ainterleaved_us({name: run(agent) for name, agent in agents.items()}, 3, repeats=25, warmup=3)
+    print_ratios("pydantic-ai-slim 2.68.0, a whole Agent.run with FunctionModel, one call, records off (median µs "
+                 "per run; given a Runtime the toolset opens an invocation per run, given an Invocation it shares it):",
+                 rows, [("toolset records off, Agent.run", "pydantic-ai own tool_plain, Agent.run"),
+                        ("toolset on one invocation, Agent.run", "pydantic-ai own tool_plain, Agent.run")])
 
 
 def main() -> None:
