@@ -131,3 +131,17 @@ async def test_deferred_mode_find_tools_then_run_tool(framework: str, make_runti
     assert calls["c2"].call_name == "run_tool" and calls["c2"].tool_id == "builtin:workspace.write_file"
     assert calls["c2"].status == "completed"
     assert_model_saw_records(rt, outcome)
+
+
+async def test_names_only_mode_returns_the_schema_first_then_runs(framework: str, make_runtime: MakeRuntime) -> None:
+    rt = make_runtime({"loading": "names_only"})
+    script = [[write("c1", "output/n.md", "named")], [write("c2", "output/n.md", "named")]]
+    outcome = await DRIVERS[framework](rt, {}, script, "run-1")
+
+    assert "workspace_write_file" in outcome.tools and "find_tools" in outcome.tools
+    assert outcome.seen["c1"].is_error and '"content"' in outcome.seen["c1"].text  # the schema, not a run
+    assert not outcome.seen["c2"].is_error
+    assert (workspace(rt, "run-1") / "output" / "n.md").read_text() == "named"
+    calls = records_by_call(rt, outcome)
+    assert calls["c1"].result.error_code == "tool.schema_required" and calls["c2"].status == "completed"
+    assert_model_saw_records(rt, outcome)
