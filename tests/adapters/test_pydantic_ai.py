@@ -4,16 +4,24 @@ instructions, and the clear errors of a misused toolset."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
-from pydantic_ai import Agent
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RunUsage
 
+import tooldeck
 from tooldeck.adapters.pydantic_ai import TooldeckToolset
 from tooldeck.core.errors import TooldeckError
 from tooldeck.records.store import SqliteRecorder
 
-from .conftest import MakeRuntime, history, workspace
+from .conftest import MakeRuntime, add_extension_tools, history, workspace
 
 
 def scripted(steps: list[list[tuple[str, str, str | dict]]], seen_instructions: list[str] | None = None
@@ -100,3 +108,45 @@ def test_a_misused_toolset_says_what_to_do(make_runtime: MakeRuntime) -> None:
     with pytest.raises(TooldeckError) as caught:
         TooldeckToolset(rt).invocation  # noqa: B018
     assert caught.value.code == "adapters.toolset_unbound"
+
+
+RAW_ARGUMENTS = st.one_of(
+    st.text(max_size=30),
+    st.binary(max_size=20),
+    st.sampled_from(['{"city": "Oslo"}', '{"city": "Oslo", "days": "2"}', '{"city"', "[]", "", "null"]),
+    st.dictionaries(st.sampled_from(["city", "days", "x"]), st.one_of(st.integers(-3, 3), st.text(max_size=4)),
+                    max_size=3),
+)
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(raw=RAW_ARGUMENTS)
+def test_any_raw_arguments_reach_the_gate_as_a_direct_call_would(tmp_path_factory: pytest.TempPathFactory,
+                                                                 raw: Any) -> None:
+    """pydantic-ai's validation step keeps whatever came; the toolset's result is the direct arun's."""
+    home = tmp_path_factory.mktemp("raw")
+    rt = tooldeck.open(home, records=False)
+    add_extension_tools(rt)
+    try:
+        async def both() -> tuple[Any, Any]:
+            toolset = TooldeckToolset(rt.invocation())
+            ctx = RunContext(deps=None, model=FunctionModel(lambda m, i: ModelResponse(parts=[])), usage=RunUsage(),
+                             tool_call_id="c1")
+            tool = (await toolset.get_tools(ctx))["forecast"]
+            args = (tool.args_validator.validate_python(raw) if isinstance(raw, dict)
+                    else tool.args_validator.validate_json(raw))
+            try:
+                got = await toolset.call_tool("forecast", args, ctx, tool)
+            except ToolFailed as failed:
+                got = failed
+            wire = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+            [direct] = await rt.invocation().arun([{"id": "c1", "name": "forecast", "arguments": wire}])
+            return got, direct
+
+        got, direct = asyncio.run(both())
+        if direct.is_error:
+            assert isinstance(got, ToolFailed) and got.message == direct.content
+        else:
+            assert got.return_value == direct.content and got.metadata == direct.to_dict()
+    finally:
+        rt.close()
