@@ -23,6 +23,7 @@ from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
 from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
 from tooldeck.core.ids import ToolId
+from tooldeck.core.rawvalue import RawObject, raw_form
 from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput, as_output
 from tooldeck.dispatch import Confirm, begin_one, run_batch
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
@@ -108,16 +109,15 @@ class Call:
             arguments = fn.get("args", MISSING)
         return cls(call_id, name, arguments)
 
-    def raw_text(self) -> str | None:
+    def raw_text(self) -> str | RawObject | None:
+        """The raw form of the wire arguments for the records (`core.rawvalue`): the str as sent, a
+        host object's JSON text or its RawObject, None when absent."""
         a = self.arguments
         if a is MISSING:
             return None
         if isinstance(a, str):
             return a
-        try:
-            return orjson.dumps(a).decode()
-        except TypeError:
-            return repr(a)
+        return raw_form(a)
 
 
 class Runtime:
