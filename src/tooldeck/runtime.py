@@ -25,11 +25,11 @@ from tooldeck.core.errors import OUTCOME_UNKNOWN, TooldeckError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.rawvalue import RawObject, raw_form
 from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput, as_output
-from tooldeck.dispatch import Confirm, begin_one, run_batch
+from tooldeck.dispatch import Confirm, begin_one, not_started, run_batch
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Projector
-from tooldeck.records.interrupted import unknown_outcome_text
+from tooldeck.records.interrupted import INTERRUPTED, not_run_text, unknown_outcome_text
 from tooldeck.records.port import (
     FinishedCall,
     InvocationInfo,
@@ -421,10 +421,27 @@ class Invocation:
             if recording:  # the results that arrived are kept; the others may or may not have run
                 runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, self._project(turn, checks)))
             raise
+        except BaseException as exc:  # a host fault (or the host's own error) propagates: records closed first
+            if recording:
+                self._record_fault(round_no, turn, checks, exc)
+            raise
         results = self._project(turn, checks)
         if recording:
             runtime.recorder.calls_finished(self.id, round_no, _finished(turn, checks, results))
         return results  # type: ignore[return-value]
+
+    def _record_fault(self, round_no: int, turn: TurnState, checks: list[Admitted | Refused],
+                      exc: BaseException) -> None:
+        """Close a turn that a fault stops (see `_after_fault`). Should the records fail too, that is
+        noted on the fault, which propagates as it is."""
+        try:
+            try:
+                results = self._project(turn, checks)
+            except Exception:  # a spill file cannot be written either (a full disk): keep the text inline
+                results = _unprojected(turn, checks)
+            self.runtime.recorder.calls_finished(self.id, round_no, _after_fault(turn, checks, results))
+        except Exception as failed:
+            exc.add_note(f"tooldeck could not close round {round_no} of {self.id} in the records: {failed}")
 
     def _project(self, turn: TurnState, checks: list[Admitted | Refused]) -> list[AgentToolResult | None]:
         """Each finished call's result for the model (None for a call whose result never arrived);
@@ -466,6 +483,35 @@ def _finished(turn: TurnState, checks: list[Admitted | Refused],
             timing[0] if timing is not None else None, timing[1] if timing is not None else now,
             [e.to_dict() for e in o.effects] if o.effects else []))
     return out
+
+
+def _after_fault(turn: TurnState, checks: list[Admitted | Refused],
+                 results: list[AgentToolResult | None]) -> list[FinishedCall]:
+    """The records of a turn a fault stopped: the failing call with its `tool.host_fault` result (set by
+    dispatch), finished calls with their results, admitted calls the fault stopped before they
+    started as `tool.interrupted` (nothing ran), calls that may have started as `outcome_unknown`."""
+    out = _finished(turn, checks, results)
+    now = time.time()
+    for i in not_started(checks, turn.outputs):
+        c, chk = turn.calls[i], checks[i]
+        text = not_run_text(c.name)
+        out[i] = FinishedCall(c.id, i, chk.entry.tool_id, "failed", chk.args, text,  # type: ignore[union-attr]
+                              {"error": {"code": INTERRUPTED, "message": text}, "executed": False}, True, INTERRUPTED,
+                              [], None, None, now)
+    return out
+
+
+def _unprojected(turn: TurnState, checks: list[Admitted | Refused]) -> list[AgentToolResult | None]:
+    """Each finished call's result without projection (no spill file): for records a fault closes."""
+    results: list[AgentToolResult | None] = []
+    for c, chk, out in zip(turn.calls, checks, turn.outputs, strict=False):
+        if out is UNFINISHED:
+            results.append(None)
+            continue
+        o = as_output(out)
+        results.append(AgentToolResult(c.id, chk.entry.tool_id if chk.entry is not None else None, o.content,
+                                       o.structured, o.is_error, o.error_code, list(o.resource_refs)))
+    return results
 
 
 def _never_arrived(index: int, call: Call, check: Admitted | Refused, now: float) -> FinishedCall:
