@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.core.arguments import MISSING, ToolArguments
-from tooldeck.core.errors import TooldeckError
+from tooldeck.core.errors import INVALID_TOOL_CALL, TooldeckError
 from tooldeck.core.jsonvalue import json_text
 from tooldeck.core.results import ERROR_MARKER
 
-INVALID_TOOL_CALL = "model.invalid_tool_call"
 TEMPLATE_TOKEN = "<|"
 
 
