@@ -108,11 +108,8 @@ def preview(value: Any, limit: int = 200) -> str:
 
 # -- tokens ---------------------------------------------------------------------------------------
 
-class _Exit:
-    __slots__ = ("ident",)
-
-    def __init__(self, ident: int) -> None:
-        self.ident = ident
+_EXIT: Final = object()
+"""On the stack of `to_tokens`: the id below it leaves the path of containers being encoded."""
 
 
 def _safe_repr(value: Any) -> str:
@@ -138,43 +135,58 @@ def to_tokens(value: Any) -> list[Any]:
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is _Exit:
-            active.discard(item.ident)
-        elif item is None:
-            out.append("n")
-        elif kind is bool:
-            out.append("t" if item else "f")
-        elif isinstance(item, enum.Enum) and not isinstance(item, int | str | float):
-            stack.append(item.value)
-        elif isinstance(item, str):
+        if item is _EXIT:
+            active.discard(stack.pop())
+        elif kind is str:
             _str_tokens(item, out)
-        elif isinstance(item, int):
-            number = item.__index__()
-            out += ("i", number if -_I64 <= number < _I64 else hex(number))
-        elif isinstance(item, float):
-            number = float(item)
-            out += ("r", number if math.isfinite(number) else "nan" if number != number else
-                    "inf" if number > 0 else "-inf")
-        elif isinstance(item, bytes | bytearray | memoryview):
-            out += ("b", base64.b64encode(bytes(item)).decode("ascii"))
-        elif isinstance(item, uuid.UUID):
-            out += ("s", str(item))
-        elif isinstance(item, dict | list | tuple | set | frozenset):
+        elif kind is list or kind is dict or isinstance(item, dict | list | tuple | set | frozenset):
             ident = id(item)
             if ident in active:
                 out += ("o", "cycle", f"<{type(item).__name__} that contains itself>")
                 continue
             active.add(ident)
-            stack.append(_Exit(ident))
+            stack.append(ident)
+            stack.append(_EXIT)
             _container_tokens(item, out, stack)
-        elif type(item) is Opaque:
-            out += ("o", item.type_name, item.text)
+        elif kind is int:
+            out += ("i", item if -_I64 <= item < _I64 else hex(item))
+        elif item is None:
+            out.append("n")
+        elif kind is bool:
+            out.append("t" if item else "f")
+        elif kind is float:
+            out += ("r", item if math.isfinite(item) else "nan" if item != item else "inf" if item > 0 else "-inf")
         else:
-            out += ("o", type(item).__qualname__, _safe_repr(item))
+            _other_tokens(item, out, stack)
     return out
 
 
+def _other_tokens(item: Any, out: list[Any], stack: list[Any]) -> None:
+    """Tokens of what is not an exact JSON type: subclasses, bytes, enum members, UUIDs, anything else."""
+    if isinstance(item, enum.Enum) and not isinstance(item, int | str | float):
+        stack.append(item.value)
+    elif isinstance(item, str):
+        _str_tokens(item, out)
+    elif isinstance(item, int):
+        number = item.__index__()
+        out += ("i", number if -_I64 <= number < _I64 else hex(number))
+    elif isinstance(item, float):
+        stack.append(float(item))
+    elif isinstance(item, bytes | bytearray | memoryview):
+        out += ("b", base64.b64encode(bytes(item)).decode("ascii"))
+    elif isinstance(item, uuid.UUID):
+        out += ("s", str(item))
+    elif type(item) is Opaque:
+        out += ("o", item.type_name, item.text)
+    else:
+        out += ("o", type(item).__qualname__, _safe_repr(item))
+
+
 def _container_tokens(item: Any, out: list[Any], stack: list[Any]) -> None:
+    if type(item) is list:
+        out += ("l", len(item))
+        stack.extend(reversed(item))
+        return
     if isinstance(item, dict):
         out += ("d", len(item))
         for key, val in reversed(list(item.items())):
