@@ -158,3 +158,35 @@ def test_damaged_tokens_read_back_as_an_opaque_value_not_an_exception() -> None:
     for tokens in (["d", 2, "s", "a"], ["x"], ["l", -1], ["i", "0xZZ"], "not a list", [1, 2, 3]):
         back = RawObject.from_tokens(tokens)
         assert type(back.value).__name__ == "Opaque" and back.value.type_name == "unreadable record"
+
+
+def test_the_gate_inline_paths_agree_with_tool_arguments(tmp_path: Any) -> None:
+    """Differential: what `Gate.check` decides inline (orjson on a str, one orjson.dumps on a dict) is what
+    the general path (`ToolArguments.decode`) decides, for a tool whose schema takes any object."""
+    import tooldeck
+    from tests.core.helpers import builtin
+    from tests.core.strategies import ARGUMENTS
+    from tests.core.strategies import MISSING as LEFT_OUT
+    from tooldeck.core.arguments import MISSING
+    from tooldeck.gate import Admitted
+
+    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("echo", lambda a, c: "ok", {"type": "object"})],
+                          profile={"allow": ["builtin:*"]}, records=False)
+    gate = rt.invocation().gate
+
+    @SETTINGS
+    @given(ARGUMENTS)
+    def agree(wire: Any) -> None:
+        wire = MISSING if wire is LEFT_OUT else wire
+        gate.budget.total = 0
+        check = gate.check("c1", "echo", wire)
+        args = ToolArguments.decode(wire)
+        if type(check) is Admitted:
+            assert args.is_valid and json_text(check.args) == json_text(args.value)
+        else:
+            assert not args.is_valid
+            assert (check.result.error_code, check.result.content) == ("tool.invalid_arguments",
+                                                                       args.invalid_message("echo"))
+
+    agree()
+    rt.close()
