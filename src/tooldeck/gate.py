@@ -34,7 +34,7 @@ from tooldeck.core.errors import (
     UNKNOWN_TOOL,
     USE_RUN_TOOL,
 )
-from tooldeck.core.jsonvalue import needs_exact_decode, plain_fast, shown
+from tooldeck.core.jsonvalue import SHORT_TEXT, decoded_fast, plain_fast, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
 from tooldeck.projection import Guidance
 from tooldeck.snapshot.deferred import RUN_TOOL
@@ -43,8 +43,6 @@ from tooldeck.snapshot.snapshot import Binding, Snapshot
 from tooldeck.validation import CompiledSchema
 
 _LISTED_NAMES = 60
-_SHORT = 20
-"""A JSON text shorter than this can neither nest too deep nor hold an integer orjson decodes inexactly."""
 _VALIDATOR_FAULTS = (ValueError, TypeError, RecursionError, OverflowError)
 """What a compiled validator raises on a value it cannot read (the gate checks values are JSON first;
 this is the second line of defence: such a call is refused, never raised)."""
@@ -154,7 +152,7 @@ class Gate:
                 args = _loads(wire_args)
             except JSONDecodeError:
                 args = None
-            if type(args) is dict and (len(wire_args) < _SHORT or not needs_exact_decode(wire_args)):
+            if type(args) is dict and (len(wire_args) < SHORT_TEXT or decoded_fast(args, wire_args)):
                 return self._admit(call_id, entry, args, choice)
         elif kind is dict:
             if plain_fast(wire_args):

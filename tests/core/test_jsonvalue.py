@@ -19,10 +19,10 @@ from tooldeck.core.arguments import ToolArguments
 from tooldeck.core.jsonvalue import (
     MAX_DEPTH,
     Problem,
+    decoded_fast,
     find_problem,
     json_text,
     loads,
-    needs_exact_decode,
     plain_fast,
 )
 from tooldeck.core.rawvalue import RawObject, raw_form, to_tokens
@@ -111,7 +111,7 @@ def test_loads_and_decode_never_raise_and_the_fast_path_is_exact(text: str) -> N
         fast = orjson.loads(text)
     except orjson.JSONDecodeError:
         return
-    if isinstance(fast, dict) and not needs_exact_decode(text):
+    if isinstance(fast, dict) and decoded_fast(fast, text):
         # What the gate admits inline is exactly what the slow path decodes, and within the limits.
         assert to_tokens(fast) == to_tokens(value) and find_problem(fast) is None and args.value == fast
 
@@ -190,3 +190,17 @@ def test_the_gate_inline_paths_agree_with_tool_arguments(tmp_path: Any) -> None:
 
     agree()
     rt.close()
+
+
+@pytest.mark.parametrize("where", [0, 500, 999])
+def test_dense_arguments_are_scanned_past_the_walk_budget_and_a_big_integer_is_still_found(where: int) -> None:
+    items = [{"id": i, "v": i * 1.5, "name": f"item {i}"} for i in range(1_000)]
+    text = json.dumps({"items": items})
+    assert decoded_fast(orjson.loads(text), text)
+    items[where]["id"] = 123456789012345678901
+    text = json.dumps({"items": items})
+    assert not decoded_fast(orjson.loads(text), text)
+    args = ToolArguments.decode(text)
+    assert args.value["items"][where]["id"] == 123456789012345678901  # type: ignore[index]
+    deep = json.dumps({"items": items[:10], "deep": nest(70, 1, as_dict=False)})
+    assert not decoded_fast(orjson.loads(deep), deep) and not ToolArguments.decode(deep).is_valid

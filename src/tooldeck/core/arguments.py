@@ -20,12 +20,12 @@ from orjson import loads as _loads
 
 from tooldeck.core.errors import INVALID_ARGUMENTS, ToolCallError
 from tooldeck.core.jsonvalue import (
+    SHORT_TEXT,
     Problem,
+    decoded_fast,
     find_problem,
-    has_long_digit_run,
     json_text,
     loads_exact,
-    needs_exact_decode,
     plain_fast,
     shown,
 )
@@ -59,7 +59,14 @@ class ToolArguments:
 
     @classmethod
     def decode(cls, wire: Any = MISSING) -> ToolArguments:
-        if type(wire) is dict:
+        kind = type(wire)
+        if kind is str:
+            try:
+                value = _loads(wire)
+            except JSONDecodeError:
+                return cls._not_orjson(wire)
+            return cls._decoded(wire, value)
+        if kind is dict:
             return cls._object(wire)
         if isinstance(wire, str):
             return cls._text(wire)
@@ -92,17 +99,32 @@ class ToolArguments:
         try:
             value = _loads(text)
         except JSONDecodeError:
-            if not text.strip():
-                return cls({}, None)
-            value, suspect = loads_exact(text), True  # NaN, 1e400, lone surrogates, deeper than orjson goes, …
-        else:
-            suspect = needs_exact_decode(text)
-            if suspect and has_long_digit_run(text):  # orjson decoded integers beyond 64 bits as floats
-                value = loads_exact(text)
+            return cls._not_orjson(text)
+        return cls._decoded(text, value)
+
+    @classmethod
+    def _decoded(cls, text: str, value: Any) -> ToolArguments:
+        """`text` as orjson decoded it (`value`): exact and within the limits, or decoded again exactly."""
+        if type(value) is dict:
+            if len(text) < SHORT_TEXT or decoded_fast(value, text):
+                return cls(value, None)
+            return cls._checked(text, loads_exact(text))  # integers beyond 64 bits, or deep
+        return cls({}, None) if value is None else cls(None, text)
+
+    @classmethod
+    def _not_orjson(cls, text: str) -> ToolArguments:
+        """What orjson refuses: blank, not JSON, or JSON that is not JSON arguments (NaN, 1e400, a lone
+        surrogate escape, deeper than orjson goes)."""
+        if not text.strip():
+            return cls({}, None)
+        return cls._checked(text, loads_exact(text))
+
+    @classmethod
+    def _checked(cls, text: str, value: Any) -> ToolArguments:
         if isinstance(value, Problem):
             return cls(None, text, None if value.kind == "syntax" else value)
         if isinstance(value, dict):
-            problem = find_problem(value) if suspect else None
+            problem = find_problem(value)
             return cls(value, None) if problem is None else cls(None, text, problem)
         return cls({}, None) if value is None else cls(None, text)
 

@@ -8,8 +8,8 @@ any size. orjson decodes and encodes the common case; what it cannot do exactly 
 slow paths here:
 
 - orjson decodes an integer beyond 64 bits as a float (`123456789012345678901` →
-  `1.2345678901234568e+20`). `needs_exact_decode` spots a text that may hold one (a run of 19
-  digits) and `loads` then decodes it with exact integers;
+  `1.2345678901234568e+20`). `decoded_fast` spots a decoding that may hold one (a float of at
+  least 2**63) and `loads` then decodes the text with exact integers;
 - orjson cannot encode an integer beyond 64 bits nor nest deeper than 254 levels; `json_text`
   writes any JSON value exactly, at any depth.
 
@@ -20,6 +20,7 @@ where, and how to fix it, in words for the model.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import math
 import sys
@@ -42,7 +43,17 @@ _DIGIT_MAP: Final = bytes(0x31 if 0x30 <= b <= 0x39 else 0x30 for b in range(256
 _DIGIT_RUN: Final = b"1" * 19
 """A JSON integer orjson cannot hold (below -2**63 or from 2**64) has at least 19 digits."""
 _SHORTEST_LOSSY: Final = 20
+SHORT_TEXT: Final = 20
+"""A JSON text shorter than this can neither nest too deep nor hold an integer orjson decodes inexactly."""
 _STRICT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_dumps: Final = orjson.dumps
+_TWO_63: Final = 9223372036854775808.0
+"""orjson decodes an integer outside [-2**63, 2**64) as a float, which is then at least this large."""
+_WALK_CONTAINERS: Final = 32
+_SUSPECT: Final = -1
+_TOO_MANY: Final = -2
+_BRACKETS_SHOWN: Final = 2 * MAX_DEPTH
+"""A JSON text this short cannot nest more than MAX_DEPTH levels."""
 _PATH_SHOWN: Final = 6
 _TEXT_SHOWN: Final = 60
 
@@ -263,32 +274,98 @@ def _key_text(key: Any) -> str:
 
 
 def plain_fast(value: Any) -> bool:
-    """True when `value` is certainly JSON within the limits, decided at C speed; False means `find_problem`
-    must look (NaN and ±Infinity, which orjson writes as null, a real null included)."""
+    """True when the host object `value` is certainly JSON within the limits, decided by one orjson.dumps;
+    False means `find_problem` must look (NaN and ±Infinity, which orjson writes as null, a real null
+    included). `bytes.find`, not `in`: `in` tries the needle as an int first and pays for an exception."""
     try:
-        out = orjson.dumps(value, option=_STRICT)
+        out = _dumps(value, None, _STRICT)
     except TypeError:  # orjson.JSONEncodeError: a non-str key, a surrogate, bytes, > 64-bit int, depth, a cycle
         return False
-    if b"null" in out:
-        return False
-    return len(out) <= 2 * MAX_DEPTH or out.count(b"{") + out.count(b"[") <= MAX_DEPTH
+    return out.find(b"null") < 0 and (len(out) <= _BRACKETS_SHOWN or out.count(b"{") + out.count(b"[") <= MAX_DEPTH)
+
+
+def decoded_fast(value: dict[str, Any], text: str) -> bool:
+    """True when `value`, orjson's decoding of the JSON text `text`, is certainly exact and within the
+    limits; False means `loads` and `find_problem` must look. orjson's output is JSON by construction
+    (str keys, valid text, finite numbers), except that it decodes an integer beyond 64 bits as a
+    float (one of at least 2**63) and nests up to 1,024 levels: those two are what is checked.
+
+    A walk costs by the number of values, a scan of the text by its length: a tool call's few values
+    (long texts among them) are walked; past `_WALK_CONTAINERS` objects and arrays (dense data) the
+    text is scanned for 19 digits in a row and orjson checks the depth."""
+    visited = 0
+    for v in value.values():
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            continue
+        if t is float:
+            if v >= _TWO_63 or v <= -_TWO_63:
+                return False
+        else:
+            visited = _nested_fast(v, 2, visited)
+            if visited < 0:
+                return visited == _TOO_MANY and not has_long_digit_run(text) and not _deeper_than(value, MAX_DEPTH)
+    return True
+
+
+def _nested_fast(container: Any, depth: int, visited: int) -> int:
+    """Objects and arrays visited so far, or _SUSPECT, or _TOO_MANY (recursion: at most MAX_DEPTH deep)."""
+    visited += 1
+    if visited > _WALK_CONTAINERS:
+        return _TOO_MANY
+    if depth > MAX_DEPTH:
+        return _SUSPECT
+    for v in container.values() if type(container) is dict else container:
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            continue
+        if t is float:
+            if v >= _TWO_63 or v <= -_TWO_63:
+                return _SUSPECT
+        else:
+            visited = _nested_fast(v, depth + 1, visited)
+            if visited < 0:
+                return visited
+    return visited
+
+
+@functools.cache
+def _orjson_depth() -> int:
+    """How many levels of arrays orjson.dumps writes (254 in orjson 3.x), found once by trying."""
+    low, high = 1, 4_096
+    while low < high:
+        mid = (low + high + 1) // 2
+        try:
+            orjson.dumps(_nest(mid, 0))
+        except TypeError:
+            high = mid - 1
+        else:
+            low = mid
+    return low
+
+
+def _nest(levels: int, value: Any) -> Any:
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` (orjson's own decoding of a text: nothing orjson cannot write) nests more than
+    `limit` levels, at C speed: under `depth - limit` arrays, orjson.dumps fails exactly then."""
+    try:
+        _dumps(_nest(_orjson_depth() - limit, value))
+    except TypeError:
+        return True
+    return False
 
 
 # -- decoding -------------------------------------------------------------------------------------
 
 def has_long_digit_run(text: str) -> bool:
     """True when `text` has 19 digits in a row: it may hold an integer orjson would decode as a float."""
-    return len(text) >= _SHORTEST_LOSSY and _DIGIT_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGIT_MAP)
-
-
-def needs_exact_decode(text: str) -> bool:
-    """True when orjson's decoding of `text` (a JSON object that orjson decoded) may be inexact or out of
-    the limits: `loads` and `find_problem` must look closer. False for most texts, decided at C speed."""
-    if len(text) < _SHORTEST_LOSSY:
-        return False
-    if len(text) > 2 * MAX_DEPTH and text.count("{") + text.count("[") > MAX_DEPTH:
-        return True
-    return has_long_digit_run(text)
+    return len(text) >= _SHORTEST_LOSSY and \
+        text.encode("utf-8", "surrogatepass").translate(_DIGIT_MAP).find(_DIGIT_RUN) >= 0
 
 
 def _parse_int(digits: str) -> int | _Bad:
@@ -351,7 +428,7 @@ def json_text(value: Any, *, sort_keys: bool = False) -> str:
     """Compact JSON text of a JSON value (`find_problem(value, None) is None`), exact for any integer
     and at any depth. orjson's output when it can write the value."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0).decode()
+        return (_dumps(value, None, orjson.OPT_SORT_KEYS) if sort_keys else _dumps(value)).decode()
     except TypeError:  # an integer beyond 64 bits, or deeper than orjson goes
         pass
     out: list[str] = []
