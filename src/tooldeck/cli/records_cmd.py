@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from rich.table import Table
 
 from tooldeck.cli.common import DEFAULT_HOME, HomeOption, usage_errors
 from tooldeck.core.errors import TooldeckError
+from tooldeck.core.rawvalue import RawObject
 from tooldeck.protocols import FORMATS
 from tooldeck.records.store import SqliteRecorder
 
@@ -35,6 +37,19 @@ def _store(home: Path) -> SqliteRecorder:
     except TooldeckError as exc:
         usage_errors(exc)
         raise
+
+
+def _json_default(value: object) -> object:
+    return value.to_record() if isinstance(value, RawObject) else repr(value)
+
+
+def _json_out(value: object) -> str:
+    """Indented JSON of recorded values: orjson, or Python's encoder for what orjson cannot write (integers
+    beyond 64 bits, lone surrogates as `\\udXXX` escapes)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=_json_default).decode()
+    except TypeError:
+        return json.dumps(value, indent=2, default=_json_default)
 
 
 def _when(ts: float | None) -> str:
@@ -91,8 +106,7 @@ def show_cmd(
                      "content": c.result.content, "is_error": c.result.is_error, "error_code": c.result.error_code,
                      "structured": c.result.structured, "resource_refs": c.result.resource_refs}}
                 for c in history.calls]
-        sys.stdout.write(orjson.dumps({"invocation_id": invocation_id, "calls": data},
-                                      option=orjson.OPT_INDENT_2, default=repr).decode() + "\n")
+        sys.stdout.write(_json_out({"invocation_id": invocation_id, "calls": data}) + "\n")
         return
     s = history.summary
     table = Table(title=f"{s.invocation_id} · run {s.run_id} · {s.provider} · {s.calls} calls")
@@ -103,7 +117,7 @@ def show_cmd(
             f"{(c.finished_at - c.started_at) * 1e3:.1f}"
         result = "-" if c.result is None else _preview(
             (f"[{c.result.error_code or 'error'}] " if c.result.is_error else "") + c.result.content)
-        raw = "(absent)" if c.raw_arguments is None else _preview(c.raw_arguments)
+        raw = "(absent)" if c.raw_arguments is None else _preview(str(c.raw_arguments))
         table.add_row(str(c.round), str(c.index), escape(c.call_id), escape(c.call_name), escape(raw), c.status,
                       elapsed, escape(result))
     Console().print(table)
@@ -125,7 +139,7 @@ def replay_cmd(
         return
     finally:
         store.close()
-    sys.stdout.write(orjson.dumps(messages, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(_json_out(messages) + "\n")
 
 
 def register(app: typer.Typer) -> None:
