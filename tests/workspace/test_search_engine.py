@@ -179,12 +179,17 @@ def test_cancelling_the_call_stops_the_work(monkeypatch: pytest.MonkeyPatch, slo
     (r"a{1001}", "a repeat count can be at most 1000", "smaller count"),
     (r"((a)", "missing )", "Use RE2 syntax"),
     ("a\\", "trailing \\", "Use RE2 syntax"),
-    ("\ud800", "lone surrogate", "Remove it"),
 ])
 def test_patterns_re2_cannot_take_say_why_and_what_to_write(model: Model, pattern: str, why: str,
                                                             instead: str) -> None:
     r = model.err("search_files", "workspace.grep_pattern_invalid", pattern=pattern)
     assert why in r.content and instead in r.content, r.content
+
+
+def test_a_pattern_holding_a_lone_surrogate_is_refused_at_the_gate(model: Model) -> None:
+    """No provider sends such a text as UTF-8 JSON: the gate refuses it before the search engine sees it."""
+    r = model.err("search_files", "tool.invalid_arguments", pattern="\ud800")
+    assert "lone surrogate" in r.content and "`pattern`" in r.content, r.content
 
 
 def test_what_the_syntax_accepts(model: Model) -> None:
