@@ -1,20 +1,31 @@
-"""Options and helpers shared by the CLI command modules."""
+"""Options and helpers shared by the CLI command modules.
+
+Imports only typer and the standard library: every command module imports this at start-up, and the
+runtime, the records store, the MCP SDK and the server stack are imported by the command that needs
+them, when it runs.
+"""
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from tooldeck.core.errors import TooldeckError
-from tooldeck.runtime import Runtime
+if TYPE_CHECKING:
+    from tooldeck.core.errors import TooldeckError
+    from tooldeck.runtime import Runtime
 
-HomeOption = Annotated[Path, typer.Option("--home", help="tooldeck home: workspaces, records, config.")]
 DEFAULT_HOME = Path(".tooldeck")
-ProviderOption = Annotated[str, typer.Option("--provider", help="openai | anthropic | gemini | bedrock | mistral")]
-ProfileOption = Annotated[Path | None, typer.Option("--profile", help="A Profile file (TOML or JSON).")]
+HomeOption = Annotated[Path, typer.Option("--home", metavar="DIR",
+                                          help="tooldeck home: workspaces, records, config.")]
+ProviderOption = Annotated[str, typer.Option("--provider", metavar="NAME",
+                                             help="openai | anthropic | gemini | bedrock | mistral")]
+ProfileOption = Annotated[Path | None, typer.Option("--profile", metavar="FILE",
+                                                    help="A Profile file (TOML or JSON).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (the shapes are in docs/cli.md).")]
 
 
 class Loading(StrEnum):
@@ -24,17 +35,30 @@ class Loading(StrEnum):
 
 
 LoadingOption = Annotated[Loading | None, typer.Option(
-    "--loading", help="eager: every schema in the tools array; deferred: find_tools + run_tool; names_only.")]
+    "--loading", metavar="MODE",
+    help="eager (every schema in the tools array) | deferred (find_tools + run_tool) | names_only.")]
 
 
-def fail_usage(message: str) -> None:
+def fail_usage(message: str) -> NoReturn:
     """Bad CLI input: message on stderr, exit code 2."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 
 
-def usage_errors(exc: TooldeckError) -> None:
+def usage_errors(exc: TooldeckError) -> NoReturn:
     fail_usage(f"{exc.code}: {exc.message}")
+
+
+def open_runtime(home: Path, profile: Path | None, *, records: bool = True,
+                 loading: Loading | None = None) -> Runtime:
+    """The home's Runtime; a bad Profile or config is a usage error."""
+    from tooldeck.core.errors import TooldeckError
+    from tooldeck.runtime import Runtime
+
+    try:
+        return with_loading(Runtime(home, profile=profile, records=records), loading)
+    except TooldeckError as exc:
+        usage_errors(exc)
 
 
 def with_loading(runtime: Runtime, loading: Loading | None) -> Runtime:
@@ -42,3 +66,9 @@ def with_loading(runtime: Runtime, loading: Loading | None) -> Runtime:
     if loading is not None:
         runtime.profile = runtime.profile.model_copy(update={"loading": loading.value})
     return runtime
+
+
+def print_json(value: Any) -> None:
+    import orjson
+
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2, default=repr).decode() + "\n")
