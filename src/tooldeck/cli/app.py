@@ -1,22 +1,54 @@
 """The root `tooldeck` command.
 
-Start-up is part of the CLI's interface (`tooldeck call` runs in a few hundred milliseconds, see
-docs/cli.md): the command modules import only typer and the standard library, and each command
-imports what it needs (the runtime, the records store, the MCP SDK, the server stack) when it runs.
-Help is typer's plain formatter: it fits 80 columns and needs no rich.
+Start-up is part of the CLI's interface (`tooldeck call` in a few hundred milliseconds, docs/cli.md):
+the root group loads a command's module only when that command runs (or `--help` lists them all),
+the command modules import only typer and the standard library, and each command imports what it
+needs (the runtime, the records store, the MCP SDK, the server stack) when it runs.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperGroup
 
-from tooldeck.cli import mcp_cmd, records_cmd, serve_cmd, tools_cmd
+from tooldeck.cli.common import cli_app
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="tooldeck: the tool runtime for LLM agents. Every command but --version takes --home DIR "
-                       "(default: ./.tooldeck).")
+if TYPE_CHECKING:
+    from typer._click import Command, Context  # typer 0.26+ vendors click
+
+# command name -> (module in tooldeck.cli, the typer app in it that holds the command or group)
+COMMANDS = {
+    "tools": ("tools_cmd", "tools_app"),
+    "call": ("tools_cmd", "call_app"),
+    "serve": ("serve_cmd", "serve_app"),
+    "records": ("records_cmd", "records_app"),
+    "replay": ("records_cmd", "replay_app"),
+    "mcp": ("mcp_cmd", "mcp_app"),
+}
+
+
+class LazyGroup(TyperGroup):
+    """Builds a command from its module the first time it is looked up."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module_name, attr = COMMANDS[cmd_name]
+            module = importlib.import_module(f"tooldeck.cli.{module_name}")
+            command = typer.main.get_command(getattr(module, attr))
+            command.name = cmd_name
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+app = cli_app(cls=LazyGroup, no_args_is_help=True,
+              help="tooldeck: the tool runtime for LLM agents. Every command but --version takes --home DIR "
+                   "(default: ./.tooldeck).")
 
 
 def _print_version(value: bool) -> None:
@@ -33,10 +65,6 @@ def root(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """The root options."""
-
-
-for _module in (tools_cmd, serve_cmd, records_cmd, mcp_cmd):
-    _module.register(app)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ them, when it runs.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -37,6 +38,16 @@ class Loading(StrEnum):
 LoadingOption = Annotated[Loading | None, typer.Option(
     "--loading", metavar="MODE",
     help="eager (every schema in the tools array) | deferred (find_tools + run_tool) | names_only.")]
+
+
+def cli_app(command: Callable[..., None] | None = None, **settings: Any) -> typer.Typer:
+    """A typer app as every tooldeck command is built: plain help (no rich: it fits 80 columns and
+    costs no start-up), no completion commands, tracebacks as Python prints them. With `command`,
+    an app of that one command (what `app.py` loads on demand)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None, **settings)
+    if command is not None:
+        app.command()(command)
+    return app
 
 
 def fail_usage(message: str) -> NoReturn:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, fail_usage, print_json, usage_errors
+from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, print_json, usage_errors
 
 if TYPE_CHECKING:
     from tooldeck.sources.mcp import Failure, McpManager
 
-mcp_app = typer.Typer(no_args_is_help=True, help="MCP servers: list them, show their tools, refresh catalogs.")
+mcp_app = cli_app(name="mcp", no_args_is_help=True, help="MCP servers: list them, show their tools, refresh catalogs.")
 ServerArgument = Annotated[str, typer.Argument(metavar="SERVER", help="The server's name, as in the config.")]
 
 
@@ -195,8 +195,6 @@ def refresh(
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    mcp_app.command("list")(list_servers)
-    mcp_app.command("tools")(tools)
-    mcp_app.command("refresh")(refresh)
-    app.add_typer(mcp_app, name="mcp")
+mcp_app.command("list")(list_servers)
+mcp_app.command("tools")(tools)
+mcp_app.command("refresh")(refresh)

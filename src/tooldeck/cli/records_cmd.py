@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, fail_usage, print_json, usage_errors
+from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, print_json, usage_errors
 
 if TYPE_CHECKING:
     from tooldeck.records.reader import CallRecord, InvocationSummary
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 RECORDS_FILE = "records.sqlite"
 PROVIDERS_HELP = "openai | openai_responses | anthropic | gemini | mistral"
 
-records_app = typer.Typer(no_args_is_help=True, help="Recorded invocations: list them, show their calls.")
+records_app = cli_app(name="records", no_args_is_help=True, help="Recorded invocations: list them, show their calls.")
 
 
 def _store(home: Path) -> SqliteRecorder:
@@ -159,8 +159,6 @@ def replay_cmd(
     print_json(messages)
 
 
-def register(app: typer.Typer) -> None:
-    records_app.command("list")(list_cmd)
-    records_app.command("show")(show_cmd)
-    app.add_typer(records_app, name="records")
-    app.command("replay")(replay_cmd)
+records_app.command("list")(list_cmd)
+records_app.command("show")(show_cmd)
+replay_app = cli_app(replay_cmd)

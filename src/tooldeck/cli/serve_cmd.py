@@ -25,6 +25,7 @@ from tooldeck.cli.common import (
     Loading,
     LoadingOption,
     ProfileOption,
+    cli_app,
     fail_usage,
     usage_errors,
     with_loading,
@@ -190,5 +191,4 @@ def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], 
         sock.close()
 
 
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve)
+serve_app = cli_app(serve)

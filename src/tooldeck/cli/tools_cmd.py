@@ -13,6 +13,7 @@ from tooldeck.cli.common import (
     LoadingOption,
     ProfileOption,
     ProviderOption,
+    cli_app,
     open_runtime,
     print_json,
     usage_errors,
@@ -137,7 +138,6 @@ def call(
     print_json(result.to_dict())
 
 
-def register(app: typer.Typer) -> None:
-    app.command("tools")(tools)
-    app.command("call")(call)
+tools_app = cli_app(tools)
+call_app = cli_app(call)
 

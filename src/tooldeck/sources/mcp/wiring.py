@@ -1,7 +1,8 @@
 """How a Runtime picks up MCP servers: one call in `Runtime.__init__`, one in `gate_table`, one in `close`.
 
 The MCP SDK (about half a second of imports) is loaded only when the home dir declares MCP servers or
-the host passed an MCP source in: a home without `tooldeck.toml` / `mcp.json` costs two `stat`s.
+the host passed an MCP source in; the configuration models (pydantic) only when a config file exists:
+a home without `tooldeck.toml` / `mcp.json` costs two `stat`s.
 """
 
 from __future__ import annotations
@@ -9,13 +10,13 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from tooldeck.sources.mcp.config import JSON_FILE, TOML_FILE
-
 if TYPE_CHECKING:
     from tooldeck.runtime import Runtime
     from tooldeck.sources.mcp.manager import McpManager
 
 _MANAGER_MODULE = "tooldeck.sources.mcp.manager"
+# `config.TOML_FILE` and `config.JSON_FILE`, named here so that a home without them never imports config.py
+CONFIG_FILES = ("tooldeck.toml", "mcp.json")
 
 
 def attach_mcp(runtime: Runtime) -> McpManager | None:
@@ -29,7 +30,7 @@ def attach_mcp(runtime: Runtime) -> McpManager | None:
             return None
         return existing if isinstance(existing, manager_module.McpManager) else None
     home = runtime.home
-    if not (home / TOML_FILE).is_file() and not (home / JSON_FILE).is_file():
+    if not any((home / name).is_file() for name in CONFIG_FILES):
         return None
     from tooldeck.sources.mcp import config
 
