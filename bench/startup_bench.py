@@ -156,6 +156,10 @@ def print_importtime(name: str, rows: list[tuple[str, int, int]], top: int = 12)
     print("  package (self time summed)      ms  modules")
     for package, own in by_package.most_common(top):
         print(f"  {package:<28} {own / 1e3:6.1f}  {count[package]:7d}")
+    print("  module (cumulative)                                    ms")
+    firsts = [(module, cumulative) for module, _, cumulative in rows if module.split(".")[0] != "encodings"]
+    for module, cumulative in sorted(firsts, key=lambda r: -r[1])[:top]:
+        print(f"  {module:<50} {cumulative / 1e3:6.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:

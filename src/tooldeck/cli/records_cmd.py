@@ -87,7 +87,7 @@ def list_cmd(
                                  str(s.open_calls), str(s.unknown_outcomes), s.scene, str(s.rounds), s.run_id)
                                 for s in rows]), nl=False)
     noun = "invocation" if len(rows) == 1 else "invocations"
-    typer.echo(f"\n{len(rows)} {noun}, newest first ({home / RECORDS_FILE}); --json for every field.")
+    typer.echo(f"\n{len(rows)} {noun}, newest first; --json for every field.")
 
 
 def show_cmd(
@@ -118,10 +118,11 @@ def _print_history(s: InvocationSummary, calls: list[CallRecord], *, long: bool)
     from tooldeck.cli.table import clean, cut, terminal_width
 
     width = max(40, terminal_width())
-    typer.echo(f"invocation {s.invocation_id}")
-    typer.echo(f"run {s.run_id}")
-    typer.echo(f"provider {s.provider}, scene {s.scene}, created {_when(s.created_at)} UTC; rounds {s.rounds}, "
-               f"calls {s.calls}, errors {s.errors}, open {s.open_calls}, unknown outcomes {s.unknown_outcomes}")
+    for label, value in (("invocation", s.invocation_id), ("run", s.run_id),
+                         ("provider", f"{s.provider} (scene {s.scene})"), ("created", f"{_when(s.created_at)} UTC"),
+                         ("calls", f"{s.calls} in {s.rounds} rounds: {s.errors} errors, {s.open_calls} open, "
+                                   f"{s.unknown_outcomes} unknown outcomes")):
+        typer.echo(f"{label:<10}  {clean(value, one_line=True)}")
     for c in calls:
         elapsed = "" if c.started_at is None or c.finished_at is None else \
             f", {(c.finished_at - c.started_at) * 1e3:.1f} ms"

@@ -48,7 +48,7 @@ def serve(
                                              help="Streamable HTTP address (the default transport). Port 0 or no "
                                                   "port: 8808 when free, else any free port.")] = None,
     profile: ProfileOption = None,
-    token: Annotated[str | None, typer.Option("--token", envvar=TOKEN_ENV, show_envvar=True,
+    token: Annotated[str | None, typer.Option("--token", metavar="TOKEN", envvar=TOKEN_ENV, show_envvar=True,
                                               help="Require `Authorization: Bearer TOKEN` on HTTP requests.")] = None,
     allow_host: Annotated[list[str] | None, typer.Option("--allow-host", metavar="NAME",
                                                          help="Accept this Host name besides loopback (repeatable; "
@@ -58,14 +58,15 @@ def serve(
                                                                 "https://app.example (repeatable).")] = None,
     loading: LoadingOption = None,
     connect: Annotated[str | None, typer.Option(
-        "--connect", help="lazy | start: connect MCP servers on their first call (lazy) or now (start); "
-                          "default: `connect` in tooldeck.toml, else lazy.")] = None,
-    scene: Annotated[str, typer.Option("--scene", help="chat | session: which scene's tools to offer.")] = "session",
+        "--connect", metavar="WHEN", help="lazy | start: connect MCP servers on their first call (lazy) or now "
+                                          "(start); default: `connect` in tooldeck.toml, else lazy.")] = None,
+    scene: Annotated[str, typer.Option("--scene", metavar="SCENE",
+                                       help="chat | session: which scene's tools to offer.")] = "session",
     records: Annotated[bool, typer.Option("--records/--no-records",
                                           help="Record every call in <home>/records.sqlite (replayable audit).")]
     = True,
-    log_level: Annotated[str, typer.Option("--log-level", help="debug | info | warning | error (on stderr).")]
-    = "warning",
+    log_level: Annotated[str, typer.Option("--log-level", metavar="LEVEL",
+                                           help="debug | info | warning | error (on stderr).")] = "warning",
 ) -> None:
     """Serve the tools of the snapshot as an MCP server; every call goes through the gate. Ctrl-C or SIGTERM
     stops it (exit 0)."""

@@ -115,12 +115,14 @@ def fit(columns: Sequence[Column], natural: Sequence[int], width: int) -> list[i
         widths[i] = natural[i]
     room = width - sum(natural[i] for i in shown if columns[i].kind != "text") - GAP * (len(shown) - 1)
     # Water-filling: every text column gets an equal share of the room, capped at its natural width; what
-    # a narrow column leaves goes to the wider ones. Never below its floor (`least`).
+    # a narrow column leaves goes to the wider ones. None goes below its floor (`least`), and none takes
+    # room that the floors of the columns after it need.
     pending = sorted(text, key=lambda i: natural[i])
-    while pending:
-        share = room // len(pending)
-        i = pending.pop(0)
-        widths[i] = max(least(i), min(natural[i], share))
+    for n, i in enumerate(pending):
+        rest = pending[n + 1:]
+        share = room // (len(rest) + 1)
+        width_i = min(natural[i], share, room - sum(least(j) for j in rest))
+        widths[i] = max(least(i), width_i)
         room -= widths[i]  # type: ignore[operator]
     return widths
 

@@ -58,11 +58,16 @@ def _show(inv: Invocation, provider: str, *, as_json: bool, long: bool) -> None:
         _print_long(rows)
     else:
         _print_table(rows)
-    typer.echo(f"\n{len(rows)} tools ({provider}, {inv.snapshot.loading})."
-               + ("" if long else " --long: full descriptions; --json: schemas."))
+    from tooldeck.cli.table import terminal_width
+
+    more = "." if long else "; --long or --json for more."
+    notes = [f"{len(rows)} tools ({provider}, {inv.snapshot.loading}){more}"]
     if inv.turn_context():
         names = ", ".join(_array_name(t) for t in inv.tools()[:5])
-        typer.echo(f"{inv.snapshot.loading}: the tools array holds {names}; the turn context lists the rest.")
+        notes.append(f"{inv.snapshot.loading}: the tools array holds {names}; the turn context lists the rest.")
+    typer.echo("")
+    for note in notes:
+        typer.echo(textwrap.fill(note, max(40, terminal_width()), break_on_hyphens=False))
 
 
 def _array_name(tool: dict[str, Any]) -> str:
