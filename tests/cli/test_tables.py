@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tooldeck.cli.table import GAP, Column, cell_width, clean, cut, render
+from tooldeck.cli.table import FLOOR, GAP, Column, cell_width, clean, cut, render
 
 from .support import TOOLDECK, env, tooldeck, write_fixture_mcp
 
@@ -53,10 +53,10 @@ def test_a_table_fits_the_width_its_ids_allow_and_keeps_every_id_whole(table, wi
         for i, col in enumerate(columns):
             if col.kind == "id" and col.drop is None:
                 assert clean(row[i], one_line=True) in line  # in full, on its row's one line
-    # What must show (the columns that are never dropped, at their least width) decides whether it fits.
+    # What must show (the columns that are never dropped, text at its floor) decides whether it fits.
     cells = [[clean(cell, one_line=True) for cell in row] for row in rows]
     natural = [max([cell_width(c.header.upper()), *(cell_width(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    least = sum(min(natural[i], c.min_width) if c.kind == "text" else natural[i]
+    least = sum(min(natural[i], FLOOR) if c.kind == "text" else natural[i]
                 for i, c in enumerate(columns) if c.drop is None)
     kept = sum(1 for c in columns if c.drop is None)
     if least + GAP * (kept - 1) <= width:

@@ -22,6 +22,8 @@ from typing import Literal
 GAP = 2
 ELLIPSIS = "…"
 MIN_TEXT = 12
+FLOOR = 6
+"""The narrowest a text column that cannot be dropped gets: five characters and `…`."""
 
 Kind = Literal["id", "text", "number"]
 
@@ -35,6 +37,8 @@ class Column:
     """None: always shown. Otherwise dropped to fit the width, lowest first."""
     min_width: int = MIN_TEXT
     """A `text` column narrower than this (or its widest cell) is dropped instead, if it may be."""
+    weight: int = 1
+    """A `text` column's share of the room left, against the other text columns' weights."""
 
 
 def terminal_width() -> int:
@@ -93,13 +97,14 @@ def pad(text: str, width: int, *, right: bool = False) -> str:
 
 
 def fit(columns: Sequence[Column], natural: Sequence[int], width: int) -> list[int | None]:
-    """The width of each column (None: dropped) for a table of at most `width` cells, when its id and
-    number columns (at their `natural` width) and the text columns (at `min_width` or less) allow it."""
+    """The width of each column (None: dropped) for a table of at most `width` cells. Columns that may be
+    dropped go (lowest `drop` first) until the rest fits with its text columns at `min_width`; if it
+    still does not fit, the text columns left shrink down to `FLOOR`. Ids and numbers never shrink."""
     shown = list(range(len(columns)))
+    floor = {i: min(natural[i], c.min_width) for i, c in enumerate(columns) if c.kind == "text"}
 
     def least(i: int) -> int:
-        col = columns[i]
-        return min(natural[i], col.min_width) if col.kind == "text" else natural[i]
+        return floor.get(i, natural[i])
 
     def need() -> int:
         return sum(least(i) for i in shown) + GAP * (len(shown) - 1)
@@ -109,18 +114,20 @@ def fit(columns: Sequence[Column], natural: Sequence[int], width: int) -> list[i
         if need() <= width:
             break
         shown.remove(i)
+    if need() > width:
+        floor = {i: min(natural[i], FLOOR) for i in floor}
     widths: list[int | None] = [None] * len(columns)
     text = [i for i in shown if columns[i].kind == "text"]
     for i in shown:
         widths[i] = natural[i]
     room = width - sum(natural[i] for i in shown if columns[i].kind != "text") - GAP * (len(shown) - 1)
-    # Water-filling: every text column gets an equal share of the room, capped at its natural width; what
-    # a narrow column leaves goes to the wider ones. None goes below its floor (`least`), and none takes
-    # room that the floors of the columns after it need.
-    pending = sorted(text, key=lambda i: natural[i])
+    # Water-filling: every text column gets its share of the room (by weight), capped at its natural
+    # width; what a narrow column leaves goes to the wider ones. None goes below its floor (`least`), and
+    # none takes room that the floors of the columns after it need.
+    pending = sorted(text, key=lambda i: natural[i] / columns[i].weight)
     for n, i in enumerate(pending):
         rest = pending[n + 1:]
-        share = room // (len(rest) + 1)
+        share = room * columns[i].weight // sum(columns[j].weight for j in pending[n:])
         width_i = min(natural[i], share, room - sum(least(j) for j in rest))
         widths[i] = max(least(i), width_i)
         room -= widths[i]  # type: ignore[operator]

@@ -96,7 +96,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     from tooldeck.cli.table import Column, render
 
     columns = [Column("call name", "id"), Column("tool id", "id", drop=2),
-               Column("description", "text", min_width=30), Column("parameters", "text", drop=1)]
+               Column("description", "text", min_width=40, weight=2), Column("parameters", "text", drop=1)]
     typer.echo(render(columns, [(r["call_name"], r["tool_id"], summary(r["description"]), _params(r["parameters"]))
                                 for r in rows]), nl=False)
 
