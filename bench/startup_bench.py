@@ -152,7 +152,7 @@ def print_importtime(name: str, rows: list[tuple[str, int, int]], top: int = 12)
         by_package[module.split(".")[0]] += own
         count[module.split(".")[0]] += 1
     total = sum(by_package.values())
-    print(f"\n-X importtime: tooldeck {name}: {len(rows)} modules, {total / 1e3:.0f} ms of imports (self times)")
+    print(f"\n-X importtime: {name}: {len(rows)} modules, {total / 1e3:.0f} ms of imports (self times)")
     print("  package (self time summed)      ms  modules")
     for package, own in by_package.most_common(top):
         print(f"  {package:<28} {own / 1e3:6.1f}  {count[package]:7d}")
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
                 envs.append(("base: ", {**os.environ, "PYTHONPATH": args.baseline_src}))
             for label, env in envs:
                 for name, cli in (("call dice_roll", ["call", "dice_roll", DICE]), ("tools", ["tools"])):
-                    print_importtime(label + name, importtime([*cli, "--home", str(home)], env))
+                    print_importtime(f"{label}tooldeck {name}", importtime([*cli, "--home", str(home)], env))
             return
         cmds = commands(home, args.baseline_src)
         hyperfine = None if args.no_hyperfine else shutil.which("hyperfine")
