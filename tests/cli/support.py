@@ -13,21 +13,21 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLDECK = str(Path(sys.executable).with_name("tooldeck"))
 FIXTURE_SERVER = ROOT / "tests" / "mcp" / "fixtures" / "fixture_server.py"
 
-# Runs the CLI's `main` as the console script does, then writes the names of the loaded modules to a file.
+# Runs the CLI's `main` as the console script does; at exit (main ends the process itself, after the atexit
+# handlers) writes the names of the loaded modules, and whether the cyclic GC was on, to a file.
 _MARKER = """
-import json, sys
+import atexit, gc, json, sys
 modules_file, argv = sys.argv[1], sys.argv[2:]
+
+def report():
+    loaded = sorted(name for name, module in sys.modules.items() if module is not None)
+    with open(modules_file, "w") as f:
+        json.dump({"modules": loaded, "gc_enabled": gc.isenabled()}, f)
+
+atexit.register(report)
 sys.argv = ["tooldeck", *argv]
 from tooldeck.cli import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-with open(modules_file, "w") as f:
-    json.dump(sorted(name for name, module in sys.modules.items() if module is not None), f)
-sys.exit(code)
+main()
 """
 
 
@@ -37,6 +37,7 @@ class Run:
     stdout: str
     stderr: str
     modules: set[str]
+    gc_enabled: bool
 
     def loaded(self, package: str) -> bool:
         """`package` or any of its submodules was imported."""
@@ -56,8 +57,11 @@ def run_cli(tmp: Path, *args: str, columns: int | None = 80) -> Run:
     modules_file = tmp / f"modules-{os.getpid()}-{len(list(tmp.glob('modules-*')))}.json"
     proc = subprocess.run([sys.executable, "-c", _MARKER, str(modules_file), *args], capture_output=True,
                           text=True, timeout=120, env=env(columns), cwd=tmp)
-    modules = set(json.loads(modules_file.read_text())) if modules_file.exists() else set()
-    return Run(proc.returncode, proc.stdout, proc.stderr, modules)
+    assert modules_file.exists(), f"the CLI ended without its atexit handlers: {proc.stderr}"
+    report = json.loads(modules_file.read_text())
+    modules = set(report["modules"])
+    assert "tooldeck.cli.app" in modules
+    return Run(proc.returncode, proc.stdout, proc.stderr, modules, report["gc_enabled"])
 
 
 def tooldeck(*args: str, cwd: Path, columns: int | None = 80, timeout: float = 120) -> subprocess.CompletedProcess[str]:

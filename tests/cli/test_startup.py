@@ -25,6 +25,7 @@ def test_call_in_a_home_without_mcp_config_does_not_import_the_mcp_sdk(tmp_path:
     result = json.loads(run.stdout)
     assert result["tool_id"] == "builtin:dice.roll" and result["content"].startswith("Rolled 2d6+1")
     assert [p for p in HEAVY if run.loaded(p)] == []
+    assert run.gc_enabled  # off while it imported, on again before the call ran
     # only the command that runs is built: the other command modules are not even imported
     assert [m for m in ("tooldeck.cli.serve_cmd", "tooldeck.cli.records_cmd", "tooldeck.cli.mcp_cmd")
             if m in run.modules] == []

@@ -7,6 +7,7 @@ them, when it runs.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -60,6 +61,12 @@ def usage_errors(exc: TooldeckError) -> NoReturn:
     fail_usage(f"{exc.code}: {exc.message}")
 
 
+def started() -> None:
+    """The command has imported what it needs and opened its runtime, store or manager: the cyclic GC,
+    off during start-up (`app.main`), is on again for the work itself."""
+    gc.enable()
+
+
 def open_runtime(home: Path, profile: Path | None, *, records: bool = True,
                  loading: Loading | None = None) -> Runtime:
     """The home's Runtime; a bad Profile or config is a usage error."""
@@ -67,9 +74,11 @@ def open_runtime(home: Path, profile: Path | None, *, records: bool = True,
     from tooldeck.runtime import Runtime
 
     try:
-        return with_loading(Runtime(home, profile=profile, records=records), loading)
+        runtime = with_loading(Runtime(home, profile=profile, records=records), loading)
     except TooldeckError as exc:
         usage_errors(exc)
+    started()
+    return runtime
 
 
 def with_loading(runtime: Runtime, loading: Loading | None) -> Runtime:

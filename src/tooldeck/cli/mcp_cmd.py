@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, print_json, usage_errors
+from tooldeck.cli.common import (
+    DEFAULT_HOME,
+    HomeOption,
+    JsonOption,
+    cli_app,
+    fail_usage,
+    print_json,
+    started,
+    usage_errors,
+)
 
 if TYPE_CHECKING:
     from tooldeck.sources.mcp import Failure, McpManager
@@ -35,9 +44,11 @@ def _manager(home: Path) -> McpManager | None:
     from tooldeck.sources.mcp import McpManager
 
     try:
-        return McpManager.from_home(home, start=False)
+        manager = McpManager.from_home(home, start=False)
     except TooldeckError as exc:
         usage_errors(exc)
+    started()
+    return manager
 
 
 def _require_manager(home: Path) -> McpManager:

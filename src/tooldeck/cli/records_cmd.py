@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, print_json, usage_errors
+from tooldeck.cli.common import (
+    DEFAULT_HOME,
+    HomeOption,
+    JsonOption,
+    cli_app,
+    fail_usage,
+    print_json,
+    started,
+    usage_errors,
+)
 
 if TYPE_CHECKING:
     from tooldeck.records.reader import CallRecord, InvocationSummary
@@ -30,9 +39,11 @@ def _store(home: Path) -> SqliteRecorder:
         fail_usage(f"records.not_found: no records store at {path}; run tools with records on "
                    "(the default) or pass --home")
     try:
-        return SqliteRecorder(path)
+        store = SqliteRecorder(path)
     except TooldeckError as exc:
         usage_errors(exc)
+    started()
+    return store
 
 
 def _when(ts: float | None) -> str:

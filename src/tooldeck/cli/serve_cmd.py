@@ -2,7 +2,7 @@
 
 The server stack (the MCP SDK, uvicorn, starlette) is imported when `serve` runs, never by the other
 commands. SIGTERM stops the server as Ctrl-C does: open streams get their grace period, the runtime is
-closed (records, MCP server processes), and the exit code is 0 with nothing on stderr, so `make run`
+closed (records, MCP server processes), and the exit code is 0, without a traceback, so `make run`
 ends quietly under a process manager or `kill`.
 """
 
@@ -27,6 +27,7 @@ from tooldeck.cli.common import (
     ProfileOption,
     cli_app,
     fail_usage,
+    started,
     usage_errors,
     with_loading,
 )
@@ -125,6 +126,7 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
                 runtime.mcp.start()  # connects and re-lists every server in the background
     except TooldeckError as exc:
         usage_errors(exc)
+    started()
     mcp = TooldeckMCPServer(runtime, ServeOptions(scene=cast(Scene, scene), limits=settings))
     try:
         if address is None:
