@@ -1,6 +1,9 @@
 """Per-call overhead of the pipeline (decode + gate + validate + dispatch + project, records off),
 beside a bare call, json.loads + call, decode + compiled validation + call, and the OpenAI Agents
-SDK's FunctionTool.on_invoke_tool, all in the same run. Also snapshot build time for 10/100/1,000 tools.
+SDK's FunctionTool.on_invoke_tool, all in the same run. The tooldeck rows: a two-int tool with a
+16-character JSON string (OpenAI's shape), the same as a dict (Anthropic's and Gemini's shape), a
+no-argument tool, a realistic 300-character string of a four-field tool, and a turn of 10. Also
+snapshot build time for 10/100/1,000 tools.
 
     python -m bench.core_bench
 """
@@ -26,6 +29,10 @@ from tooldeck.snapshot.snapshot import Snapshot
 TWO_INT = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
            "required": ["a", "b"], "additionalProperties": False}
 ARGS = '{"a": 1, "b": 2}'
+NOTE_ARGS = ('{"path": "notes/2026-11-30/meeting-with-the-platform-team.md", "text": "Agreed: ship the gate '
+             'change on Monday, measure p50 and p99 before and after, and keep the old path behind a flag '
+             'for 2 weeks. Owner: Dana; reviewers: Lee, Sam.", "tags": ["meeting", "platform", "release-42"], '
+             '"priority": 3}')
 INNER = 2_000
 
 
@@ -35,6 +42,10 @@ async def add(a: int, b: int) -> int:
 
 async def ping() -> str:
     return "pong"
+
+
+async def note(path: str, text: str, tags: list[str], priority: int) -> str:
+    return "saved"
 
 
 def peer_tools():
@@ -55,12 +66,17 @@ async def per_call(home: Path) -> None:
     rt = tooldeck.Runtime(home, builtins=[], records=False, profile={"allow": ["extension/*"]})
     rt.tool(extension_id="bench")(add)
     rt.tool(extension_id="bench")(ping)
+    rt.tool(extension_id="bench")(note)
     inv = rt.invocation()
     validator = jsonschema_rs.validator_for(TWO_INT)
     one_add = [{"id": "c1", "name": "add", "arguments": ARGS}]
     one_ping = [{"id": "c1", "name": "ping"}]
     ten_add = [{"id": f"c{i}", "name": "add", "arguments": ARGS} for i in range(10)]
+    one_add_dict = [{"id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}}]
+    one_note = [{"id": "c1", "name": "note", "arguments": NOTE_ARGS}]
     assert (await inv.arun(one_add))[0].content == "3"
+    assert (await inv.arun(one_add_dict))[0].content == "3"
+    assert (await inv.arun(one_note))[0].content == "saved"
 
     async def bare() -> object:
         return await add(1, 2)
@@ -85,6 +101,14 @@ async def per_call(home: Path) -> None:
         inv.gate.budget.total = 0
         return await inv.arun(ten_add)
 
+    async def td_add_dict() -> object:
+        inv.gate.budget.total = 0
+        return await inv.arun(one_add_dict)
+
+    async def td_note() -> object:
+        inv.gate.budget.total = 0
+        return await inv.arun(one_note)
+
     variants = {
         "bare await add(1, 2)": bare,
         "json.loads + call": json_call,
@@ -92,6 +116,8 @@ async def per_call(home: Path) -> None:
         "tooldeck two-int, 1 call per turn": td_add,
         "tooldeck no-arg, 1 call per turn": td_ping,
         "tooldeck two-int, per call in a turn of 10": td_batch,
+        "tooldeck two-int as a dict, 1 call per turn": td_add_dict,
+        "tooldeck 300-char four-field, 1 call per turn": td_note,
     }
     peer = peer_tools()
     if peer is not None:

@@ -2,7 +2,10 @@
 
 Consecutive concurrency-safe calls run together (bounded by the Profile's cap); every other call
 runs alone, in order. Results always come back in call order. Every call has a timeout; an
-exception inside a tool becomes a `tool.execution_failed` result and never kills the batch.
+exception inside a tool becomes a `tool.execution_failed` result and never kills the batch, except
+a host fault: it propagates, and the call's slot in `turn.outputs` holds its `tool.host_fault`
+outcome first, so the runtime can close the turn in the records (`not_started` names the calls it
+stopped before they began).
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from dataclasses import dataclass
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tooldeck.catalog.sources import CallContext, Executable, TurnState
-from tooldeck.core.errors import EXECUTION_FAILED, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
+from tooldeck.catalog.sources import UNFINISHED, CallContext, Executable, TurnState
+from tooldeck.core.errors import EXECUTION_FAILED, HOST_FAULT, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
 from tooldeck.core.results import ToolOutput
 from tooldeck.gate import Admitted, GateEntry, Refused
 
@@ -150,7 +153,7 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
     args = check.args  # type: ignore[union-attr]
     if executable.blocking:
         return _finish(_Pending(None, None, _thread_job(executable, args, inv, entry, index, turn)), entry, index,
-                       timings, started)
+                       timings, started, turn.outputs)
     try:
         direct = executable.direct
         value = direct(**args) if direct is not None else executable.fn(args, _context(inv, entry, index, turn))
@@ -160,11 +163,13 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
             except StopIteration as done:
                 value = done.value
             else:
-                return _finish(_Pending(value, yielded), entry, index, timings, started)
+                return _finish(_Pending(value, yielded), entry, index, timings, started, turn.outputs)
         elif inspect.isawaitable(value):
-            return _finish(_Pending(value), entry, index, timings, started)
+            return _finish(_Pending(value), entry, index, timings, started, turn.outputs)
     except Exception as exc:
-        value = _failure(exc, entry)
+        if timings is not None:  # a host fault propagates from `_failure`: its end time is known too
+            timings[index] = (started, time.time())
+        value = _failure(exc, entry, turn.outputs, index)
     if timings is not None:
         timings[index] = (started, time.time())
     return value  # a plain value becomes the model's text in projection (`as_output`)
@@ -172,7 +177,12 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
 
 async def _confirm_then_run(inv: Invocation, check: Admitted, index: int, turn: TurnState) -> Finished:
     call_id = turn.calls[index].id
-    if not await _confirmed(inv, call_id, check):
+    try:
+        confirmed = await _confirmed(inv, call_id, check)
+    except Exception as exc:  # the host's callback failed: a host fault, and the call did not run
+        turn.outputs[index] = _host_fault(exc, check.entry, ran=False)
+        raise
+    if not confirmed:
         r = inv.gate.permission_refusal(call_id, check.entry)
         return ToolOutput(r.content, r.structured, True, r.error_code)
     out = begin_one(inv, Admitted(check.entry, check.args), index, turn)  # confirmed: it runs as an allowed call
@@ -216,7 +226,7 @@ class _Pending:
 
 
 async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list[tuple[float, float] | None] | None,
-                  started: float) -> Finished:
+                  started: float, outputs: list[Any]) -> Finished:
     timeout_s = entry.timeout_s
     try:
         async with asyncio.timeout(timeout_s):
@@ -232,14 +242,17 @@ async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        output = _failure(exc, entry)
+        if timings is not None:  # as in `begin_one`
+            timings[index] = (started, time.time())
+        output = _failure(exc, entry, outputs, index)
     if timings is not None:
         timings[index] = (started, time.time())
     return output
 
 
-def _failure(exc: Exception, entry: GateEntry) -> ToolOutput:
-    """A tool's exception as a result, except host faults: those propagate.
+def _failure(exc: Exception, entry: GateEntry, outputs: list[Any], index: int) -> ToolOutput:
+    """A tool's exception as a result, except host faults: those propagate, once the call's slot in
+    `outputs` holds its `tool.host_fault` outcome (for the records).
 
     An `OSError` escaping a builtin is a host fault too (builtins map every error the model can fix
     to a `ToolCallError`); from extension or MCP code it is that tool's failure, reported as a result.
@@ -247,12 +260,48 @@ def _failure(exc: Exception, entry: GateEntry) -> ToolOutput:
     if isinstance(exc, ToolCallError):
         return ToolOutput.error(exc.code, exc.message, exc.structured)
     if isinstance(exc, HostFault) or (isinstance(exc, OSError) and entry.binding.descriptor.id.kind == "builtin"):
+        outputs[index] = _host_fault(exc, entry)
         raise exc
     detail = str(exc) or type(exc).__name__
     return ToolOutput.error(
         EXECUTION_FAILED, f"`{entry.binding.call_name}` failed: {type(exc).__name__}: {detail}",
         {"error": {"code": EXECUTION_FAILED, "message": detail, "exception": type(exc).__name__}},
     )
+
+
+def _host_fault(exc: BaseException, entry: GateEntry, ran: bool = True) -> ToolOutput:
+    """The outcome the records keep for a call a host fault stopped (the host gets the exception)."""
+    b = entry.binding
+    try:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except Exception:  # an exception whose str() fails
+        detail = type(exc).__name__
+    may_have_run = ran and b.descriptor.annotations.mutating
+    if not ran:
+        text = f"`{b.call_name}` was not run: the host failed while asking for confirmation ({detail})."
+    else:
+        text = f"`{b.call_name}` was stopped by a fault of the host, not of the call ({detail})."
+    text += (" It may have executed; check the state before repeating it." if may_have_run else
+             " Nothing was changed; call it again once the host works.")
+    return ToolOutput.error(HOST_FAULT, text, {"error": {"code": HOST_FAULT, "message": detail,
+                                                         "exception": type(exc).__name__}},
+                            may_have_executed=may_have_run)
+
+
+def not_started(checks: list[Admitted | Refused], outputs: list[Any]) -> list[int]:
+    """After a host fault: the admitted calls it stopped before they started. Those are the unfinished
+    calls after the fault's dispatch group (`run_batch` starts a group only when the one before it is
+    done); unfinished calls inside the group may have started."""
+    faulted = next((i for i, out in enumerate(outputs)
+                    if type(out) is ToolOutput and out.error_code == HOST_FAULT), None)
+    if faulted is None:
+        return []
+    n = len(checks)
+    end = faulted + 1
+    if _is_parallel(checks[faulted]):  # its group is the run of concurrency-safe calls around it
+        while end < n and _is_parallel(checks[end]):
+            end += 1
+    return [i for i in range(end, n) if outputs[i] is UNFINISHED and type(checks[i]) is Admitted]
 
 
 class _Resume:

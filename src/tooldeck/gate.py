@@ -35,6 +35,7 @@ from tooldeck.core.errors import (
     UNKNOWN_TOOL,
     USE_RUN_TOOL,
 )
+from tooldeck.core.jsonvalue import SHORT_TEXT, decoded_fast, plain_fast, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
 from tooldeck.projection import Guidance
 from tooldeck.snapshot.deferred import RUN_TOOL
@@ -43,6 +44,9 @@ from tooldeck.snapshot.snapshot import Binding, Snapshot
 from tooldeck.validation import CompiledSchema
 
 _LISTED_NAMES = 60
+_VALIDATOR_FAULTS = (ValueError, TypeError, RecursionError, OverflowError)
+"""What a compiled validator raises on a value it cannot read (the gate checks values are JSON first;
+this is the second line of defence: such a call is refused, never raised)."""
 
 
 @dataclass(slots=True)
@@ -145,16 +149,19 @@ class Gate:
         if entry is None or self._listed_only:
             return self._check_special(call_id, name, entry, wire_args, choice)
         # Steps 3 before 2 is safe here: decoding has no effect, and `_admit` charges before any refusal.
+        # The inline paths take what orjson decodes (or writes) exactly and within the limits; anything
+        # else goes through ToolArguments, which decodes exactly or names the problem.
         kind = type(wire_args)
         if kind is str:
             try:
                 args = _loads(wire_args)
             except JSONDecodeError:
                 args = None
-            if type(args) is dict:
+            if type(args) is dict and (len(wire_args) < SHORT_TEXT or decoded_fast(args, wire_args)):
                 return self._admit(call_id, entry, args, choice)
         elif kind is dict:
-            return self._admit(call_id, entry, wire_args, choice)
+            if plain_fast(wire_args):
+                return self._admit(call_id, entry, wire_args, choice)
         elif wire_args is MISSING or wire_args is None:
             return self._admit(call_id, entry, {}, choice)
         return self.check_entry(call_id, entry, ToolArguments.decode(wire_args), choice)
@@ -184,7 +191,7 @@ class Gate:
         over = self._charge(entry)
         if over is not None:
             return self._refused(call_id, entry, BUDGET_EXHAUSTED, over)
-        message = arguments.invalid_message()
+        message = arguments.invalid_message(entry.binding.call_name)
         return self._refused(call_id, entry, INVALID_ARGUMENTS, message)
 
     def _admit(self, call_id: str, entry: GateEntry, args: dict[str, Any], choice: ToolChoice) -> Admitted | Refused:
@@ -197,7 +204,11 @@ class Gate:
             if over is not None:
                 return self._refused(call_id, entry, BUDGET_EXHAUSTED, over)
         is_valid = entry.is_valid
-        if is_valid is None or not is_valid(args):
+        try:
+            valid = is_valid is not None and is_valid(args)
+        except _VALIDATOR_FAULTS:
+            valid = False
+        if not valid:
             refusal = self._invalid(call_id, entry, args)
             if refusal is not None:
                 return refusal
@@ -303,19 +314,25 @@ class Gate:
         return f"This turn requires `{target}`, not `{entry.binding.call_name}`; call `{target}`."
 
     def unknown_message(self, name: str) -> str:
-        why = next((said for explain in self._explain_unknown if (said := explain(str(name)))), None)
-        guess = self._native_aliases.get(str(name).replace(".", "_"))
-        if guess is None:
-            close = difflib.get_close_matches(str(name), self._names, n=1, cutoff=0.6)
+        name = str(name)
+        why = next((said for explain in self._explain_unknown if (said := explain(name))), None) if name else None
+        guess = self._native_aliases.get(name.replace(".", "_")) if name else None
+        if guess is None and name and len(name) <= 200:
+            close = difflib.get_close_matches(name, self._names, n=1, cutoff=0.6)
             guess = close[0] if close else None
-        shown = ", ".join(self._names[:_LISTED_NAMES]) or "(none)"
+        listed = ", ".join(self._names[:_LISTED_NAMES]) or "(none)"
         if len(self._names) > _LISTED_NAMES:
-            shown += f", … ({len(self._names) - _LISTED_NAMES} more)"
+            listed += f", … ({len(self._names) - _LISTED_NAMES} more)"
         hint = f" Did you mean `{guess}`?" if guess else ""
-        head = why or f"`{name}` is not an available tool; nothing was run.{hint}"
+        if why is not None:
+            head = why
+        elif name.strip():
+            head = f"`{shown(name, 100)}` is not an available tool; nothing was run.{hint}"
+        else:
+            head = f"The call has no tool name; nothing was run.{hint}"
         if self._deferred or self._names_only:
             return f"{head} Look up available tools with find_tools."
-        return f"{head} Available tools: {shown}."
+        return f"{head} Available tools: {listed}."
 
     @staticmethod
     def invalid_message(entry: GateEntry, problems: list[str]) -> str:

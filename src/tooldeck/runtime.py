@@ -21,14 +21,15 @@ from tooldeck.catalog.profile import Profile, matches
 from tooldeck.catalog.sources import UNFINISHED, Diagnostic, ToolSource, TurnState
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
-from tooldeck.core.errors import TooldeckError
+from tooldeck.core.errors import INVALID_TOOL_CALL, TooldeckError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
-from tooldeck.dispatch import Confirm, begin_one, run_batch
+from tooldeck.core.rawvalue import RawObject, raw_form
+from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput, as_output
+from tooldeck.dispatch import Confirm, begin_one, not_started, run_batch
 from tooldeck.gate import Admitted, Gate, GateTable, Refused, ToolChoice
 from tooldeck.naming import PROTOCOLS
 from tooldeck.projection import Projector
-from tooldeck.records.port import InvocationInfo, NullRecorder, Recorder, RequestedCall
+from tooldeck.records.port import FinishedCall, InvocationInfo, NullRecorder, Recorder, RequestedCall
 from tooldeck.records.writer import TurnWriter
 from tooldeck.snapshot import deferred
 from tooldeck.snapshot.search import DeferredCatalog
@@ -77,6 +78,13 @@ class RunState:
                 close()
 
 
+class UnpairedCall(TooldeckError):
+    """A call without a usable id: its result could not be paired with it, so no call of its turn runs."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(INVALID_TOOL_CALL, message)
+
+
 @dataclass(slots=True)
 class Call:
     id: str
@@ -85,32 +93,62 @@ class Call:
 
     @classmethod
     def from_wire(cls, call: Mapping[str, Any]) -> Call:
+        """The call of a wire object (`{"id", "name", "arguments"}`, or OpenAI's `{"id", "function": {…}}`).
+
+        Without a non-empty string `id` it raises `UnpairedCall` (`model.invalid_tool_call`): a result
+        must carry its call's id. A missing or empty name is `""`, and a name that is not a str its JSON
+        text: the gate answers such a call with `tool.unknown_tool`."""
         if type(call) is not dict and not isinstance(call, Mapping):
-            raise TooldeckError("model.invalid_tool_call", f"a call must be an object, got {type(call).__name__}")
+            raise UnpairedCall(f"a tool call must be an object with an `id`, got {type(call).__name__}; no call of "
+                               "the turn was run (have the model retry the turn)")
         fn = call.get("function")
         if fn is None or (type(fn) is not dict and not isinstance(fn, Mapping)):
             fn = call
         call_id = call.get("id")
-        name = fn.get("name")
         if not isinstance(call_id, str) or not call_id:
-            raise TooldeckError("model.invalid_tool_call", "a tool call needs a non-empty string `id`")
-        if not isinstance(name, str) or not name:
-            raise TooldeckError("model.invalid_tool_call", f"tool call {call_id} needs a non-empty string `name`")
+            raise UnpairedCall("a tool call needs a non-empty string `id` to pair its result with it; no call of "
+                               "the turn was run (have the model retry the turn)")
+        name = fn.get("name")
         arguments = fn.get("arguments", MISSING)
         if arguments is MISSING:
             arguments = fn.get("args", MISSING)
-        return cls(call_id, name, arguments)
+        return cls(call_id, name if type(name) is str else _as_text(name), arguments)
 
-    def raw_text(self) -> str | None:
+    @classmethod
+    def salvage(cls, call: Any) -> Call:
+        """`from_wire` for the records of a turn it refused: never raises. An id or name that is not a
+        str is kept as its JSON text (`""` when absent); a call that is not an object is kept whole as
+        its raw arguments."""
+        if type(call) is not dict and not isinstance(call, Mapping):
+            return cls("", "", call)
+        fn = call.get("function")
+        if fn is None or (type(fn) is not dict and not isinstance(fn, Mapping)):
+            fn = call
+        arguments = fn.get("arguments", MISSING)
+        if arguments is MISSING:
+            arguments = fn.get("args", MISSING)
+        call_id, name = call.get("id"), fn.get("name")
+        return cls(call_id if type(call_id) is str else _as_text(call_id),
+                   name if type(name) is str else _as_text(name), arguments)
+
+    def raw_text(self) -> str | RawObject | None:
+        """The raw form of the wire arguments for the records (`core.rawvalue`): the str as sent, a
+        host object's JSON text or its RawObject, None when absent."""
         a = self.arguments
         if a is MISSING:
             return None
         if isinstance(a, str):
             return a
-        try:
-            return orjson.dumps(a).decode()
-        except TypeError:
-            return repr(a)
+        return raw_form(a)
+
+
+def _as_text(value: Any) -> str:
+    """An id or name that is not a str, as text for the records and messages (`""` when absent)."""
+    if value is None or value is MISSING:
+        return ""
+    if isinstance(value, str):
+        return str.__str__(value)
+    return str(raw_form(value))
 
 
 class Runtime:
@@ -381,8 +419,15 @@ class Invocation:
             return [self.projector.project(call.id, entry.tool_id if entry is not None else None, round_no, out)]
         from_wire = Call.from_wire
         wire: list[Call] = []
-        for c in calls:  # loops, not comprehensions: this is the hot path and a turn is often one call
-            wire.append(from_wire(c))
+        if type(calls) is not list:
+            calls = list(calls)
+        try:
+            for c in calls:  # loops, not comprehensions: this is the hot path and a turn is often one call
+                wire.append(from_wire(c))
+        except UnpairedCall:
+            if self.runtime.recording:
+                self._record_unpaired_turn(calls)
+            raise
         self.round += 1
         round_no = self.round
         runtime = self.runtime
@@ -421,6 +466,16 @@ class Invocation:
         records.finish(results)
         return results  # type: ignore[return-value]
 
+    def _record_unpaired_turn(self, calls: Any) -> None:
+        """A turn refused because a call has no id: every call is recorded (raw arguments verbatim) and
+        closed as `failed` with `model.invalid_tool_call` before the error propagates; nothing ran."""
+        self.round += 1
+        wire = [Call.salvage(c) for c in calls]
+        now = time.time()
+        recorder = self.runtime.recorder
+        recorder.calls_requested(self.id, self.round, _requested(wire), now)
+        recorder.calls_finished(self.id, self.round, _unpaired(wire, calls, now))
+
     def _project(self, turn: TurnState, checks: list[Admitted | Refused]) -> list[AgentToolResult | None]:
         """Each finished call's result for the model (None for a call whose result never arrived);
         its effects go to `effects`."""
@@ -438,10 +493,16 @@ class Invocation:
 
     def _close_turn(self, records: TurnWriter, turn: TurnState, checks: list[Admitted | Refused],
                     exc: BaseException) -> None:
-        """Write a turn that a cancellation or a fault cut off. Should that fail too, it is noted on the
-        exception, which propagates as it is."""
+        """Write a turn that a cancellation or a fault cut off: the results that arrived, the admitted calls
+        a host fault stopped before they started as `tool.interrupted` (nothing ran), the others as
+        `outcome_unknown`. Should that fail too, it is noted on the exception, which propagates as it is."""
+        interrupted = () if isinstance(exc, asyncio.CancelledError) else not_started(checks, turn.outputs)
         try:
-            records.finish(self._project_rest(turn, checks, records.results))
+            try:
+                results = self._project_rest(turn, checks, records.results)
+            except Exception:  # a spill file cannot be written either (a full disk): keep the text inline
+                results = _unprojected(turn, checks)
+            records.finish(results, interrupted)
         except Exception as failed:
             exc.add_note(f"tooldeck could not close round {turn.round} of {self.id} in the records: {failed}")
 
@@ -465,6 +526,45 @@ class Invocation:
 
 def _requested(wire: list[Call]) -> list[RequestedCall]:
     return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
+
+
+def _unprojected(turn: TurnState, checks: list[Admitted | Refused]) -> list[AgentToolResult | None]:
+    """Each finished call's result without projection (no spill file): for records a fault closes."""
+    results: list[AgentToolResult | None] = []
+    for c, chk, out in zip(turn.calls, checks, turn.outputs, strict=False):
+        if out is UNFINISHED:
+            results.append(None)
+            continue
+        o = as_output(out)
+        results.append(AgentToolResult(c.id, chk.entry.tool_id if chk.entry is not None else None, o.content,
+                                       o.structured, o.is_error, o.error_code, list(o.resource_refs)))
+    return results
+
+
+def _unpaired(wire: list[Call], calls: Any, now: float) -> list[FinishedCall]:
+    """The results recorded for a turn refused because some of its calls have no id."""
+    missing = [i for i, c in enumerate(calls) if not _has_id(c)]
+    shown = ", ".join(str(i + 1) for i in missing[:10]) + (", …" if len(missing) > 10 else "")
+    without_id = set(missing)
+    out = []
+    for i, c in enumerate(wire):
+        if i in without_id:
+            text = ("This call has no id (a non-empty string), so its result could not be paired with it; no call "
+                    "of this turn was run. Send the calls again, each with its own id.")
+        else:
+            text = (f"Not run: call {shown} of this turn had no id, so the whole turn was refused; nothing was "
+                    "executed. Call it again if it is still needed.")
+        out.append(FinishedCall(c.id, i, None, "failed", None, text,
+                                {"error": {"code": INVALID_TOOL_CALL, "message": text}, "executed": False}, True,
+                                INVALID_TOOL_CALL, [], None, None, now))
+    return out
+
+
+def _has_id(call: Any) -> bool:
+    if type(call) is not dict and not isinstance(call, Mapping):
+        return False
+    call_id = call.get("id")
+    return isinstance(call_id, str) and bool(call_id)
 
 
 def open(home: str | Path = ".tooldeck", **options: Any) -> Runtime:

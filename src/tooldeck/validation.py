@@ -8,6 +8,8 @@ from typing import Any
 import jsonschema_rs
 
 _MAX_PROBLEMS = 8
+_PROBLEM_CHARS = 300
+"""A problem quotes the offending value; a huge value is cut here (the model sent it, it need not read it back)."""
 
 
 class CompiledSchema:
@@ -31,15 +33,23 @@ class CompiledSchema:
         return self._validator.is_valid if self._validator is not None else None
 
     def problems(self, args: dict[str, Any]) -> list[str] | None:
-        """None when valid; else one plain sentence per problem (at most 8)."""
+        """None when valid; else one plain sentence per problem (at most 8).
+
+        `args` are JSON (the gate checks that first); should the validator still fail to read them,
+        that is one problem, never an exception."""
         v = self._validator
-        if v is None or v.is_valid(args):
-            return None
         out: list[str] = []
-        for err in v.iter_errors(args):
-            out.append(self._describe(err))
-            if len(out) == _MAX_PROBLEMS:
-                break
+        try:
+            if v is None or v.is_valid(args):
+                return None
+            for err in v.iter_errors(args):
+                problem = self._describe(err)
+                out.append(problem if len(problem) <= _PROBLEM_CHARS else problem[:_PROBLEM_CHARS - 1] + "…")
+                if len(out) == _MAX_PROBLEMS:
+                    break
+        except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            out.append(f"the arguments could not be checked against the schema ({detail[:_PROBLEM_CHARS]})")
         return out
 
     def _expects(self, name: str) -> str:

@@ -123,9 +123,14 @@ def test_availability_condition_and_scene_hide_the_tool_and_calls_are_unknown(tm
     assert r.error_code == "tool.unknown_tool"
 
 
-def test_bad_calls_are_library_errors_that_change_nothing(tmp_path):
-    inv = runtime(tmp_path).invocation()
+def test_a_call_without_an_id_refuses_its_turn_runs_nothing_and_is_recorded(tmp_path):
+    rt = runtime(tmp_path)
+    inv = rt.invocation()
     with pytest.raises(tooldeck.TooldeckError) as err:
-        inv.run([{"name": "search"}])
+        inv.run([call(1, "search"), {"name": "search"}])
     assert err.value.code == "model.invalid_tool_call"
-    assert inv.round == 0 and inv.gate.budget.total == 0
+    assert inv.gate.budget.total == 0  # nothing was checked or charged
+    calls = rt.recorder.history(inv.id).calls
+    assert [(c.call_id, c.call_name, c.status, c.result.error_code) for c in calls] == [
+        ("c1", "search", "failed", "model.invalid_tool_call"), ("", "search", "failed", "model.invalid_tool_call")]
+    assert "no id" in calls[1].result.content and "Not run" in calls[0].result.content

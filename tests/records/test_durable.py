@@ -223,5 +223,8 @@ async def test_a_fault_leaving_the_turn_closes_it_in_the_records(tmp_path: Path)
     a, b, c = rt.recorder.history(inv.id).calls
     assert (a.status, a.result.content, c.result.error_code) == ("completed", "fast", "tool.unknown_tool")
     assert [e.kind for e in rt.recorder.events(inv.id)] == ["invocation_started"]
-    assert (b.status, b.result.error_code, b.finished_at) == ("outcome_unknown", "tool.outcome_unknown", None)
+    # dispatch turns the fault into the call's own result (docs/records.md, "When the host fails"): a
+    # read-only tool's is `failed`, and its end time is the fault's
+    assert (b.status, b.result.error_code) == ("failed", "tool.host_fault")
+    assert b.finished_at is not None
     rt.close()

@@ -89,6 +89,21 @@ def with_loading(runtime: Runtime, loading: Loading | None) -> Runtime:
 
 
 def print_json(value: Any) -> None:
+    """Indented JSON of recorded values: orjson, or Python's encoder for what orjson cannot write (integers
+    beyond 64 bits, lone surrogates as `\\udXXX` escapes); raw arguments no JSON text holds as their
+    record form."""
     import orjson
 
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2, default=repr).decode() + "\n")
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2, default=_json_default).decode()
+    except TypeError:
+        import json
+
+        text = json.dumps(value, indent=2, default=_json_default)
+    sys.stdout.write(text + "\n")
+
+
+def _json_default(value: object) -> object:
+    from tooldeck.core.rawvalue import RawObject
+
+    return value.to_record() if isinstance(value, RawObject) else repr(value)

@@ -140,7 +140,7 @@ def _print_history(s: InvocationSummary, calls: list[CallRecord], *, long: bool)
         typer.echo("")
         call_id, name = clean(c.call_id, one_line=True), clean(c.call_name, one_line=True)
         typer.echo(f"round {c.round} #{c.index}  {call_id}  {name}  {c.status}{elapsed}")
-        raw = "(absent)" if c.raw_arguments is None else c.raw_arguments
+        raw = "(absent)" if c.raw_arguments is None else str(c.raw_arguments)
         result = "-" if c.result is None else \
             (f"[{c.result.error_code or 'error'}] " if c.result.is_error else "") + c.result.content
         for label, text in (("arguments", raw), ("result", result)):

@@ -1,17 +1,35 @@
 """ToolArguments: the one place where a call's wire arguments are decoded.
 
 Every "no arguments" spelling (absent, JSON null, `"null"`, a blank string, `"{}"`) becomes `{}`;
-a JSON object and the JSON string encoding of one give equal arguments; anything else (arrays,
-scalars, truncated JSON, raw or string-encoded) is Invalid and kept verbatim for the records.
+a JSON object and the JSON string encoding of one give equal arguments (integers exact at any size
+a JSON number can have); anything else is Invalid and kept verbatim for the records:
+
+- not an object (arrays, scalars, truncated JSON, raw or string-encoded): the classic message that
+  quotes what came;
+- an object that is not JSON arguments (`core.jsonvalue.find_problem`: nested too deep, a non-str
+  key, text that is not valid Unicode, NaN or a number too large, a value of a type JSON does not
+  have): a message that names the problem, where it is, and how to fix it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-import orjson
+from orjson import JSONDecodeError
+from orjson import loads as _loads
 
 from tooldeck.core.errors import INVALID_ARGUMENTS, ToolCallError
+from tooldeck.core.jsonvalue import (
+    SHORT_TEXT,
+    Problem,
+    decoded_fast,
+    find_problem,
+    json_text,
+    loads_exact,
+    plain_fast,
+    shown,
+)
+from tooldeck.core.rawvalue import RawObject, preview, raw_form
 
 INVALID_ARGUMENTS_QUOTE_CHARS: Final = 200
 
@@ -28,51 +46,105 @@ MISSING: Final = _Missing()
 
 
 class ToolArguments:
-    """Either a decoded JSON object or the verbatim raw text of something that is not one."""
+    """Either a decoded JSON object or the verbatim raw form of something that is not one."""
 
-    __slots__ = ("_raw", "value")
+    __slots__ = ("_raw", "problem", "value")
 
-    def __init__(self, obj: dict[str, Any] | None, raw: str | None) -> None:
+    def __init__(self, obj: dict[str, Any] | None, raw: str | RawObject | None, problem: Problem | None = None) -> None:
         self.value = obj
         """The decoded object, or None when the arguments are Invalid."""
         self._raw = raw
+        self.problem = problem
+        """Why an object is not JSON arguments (None: valid, or not an object at all)."""
 
     @classmethod
     def decode(cls, wire: Any = MISSING) -> ToolArguments:
-        if type(wire) is dict:
-            return cls(wire, None)
-        if isinstance(wire, str):
+        kind = type(wire)
+        if kind is str:
             try:
-                value = orjson.loads(wire)
-            except orjson.JSONDecodeError:
-                return cls({}, None) if not wire.strip() else cls(None, wire)
-            if isinstance(value, dict):
-                return cls(value, None)
-            return cls({}, None) if value is None else cls(None, wire)
+                value = _loads(wire)
+            except JSONDecodeError:
+                return cls._not_orjson(wire)
+            return cls._decoded(wire, value)
+        if kind is dict:
+            return cls._object(wire)
+        if isinstance(wire, str):
+            return cls._text(wire)
         if wire is MISSING or wire is None:
             return cls({}, None)
+        if isinstance(wire, RawObject):  # read back from the records
+            return cls.decode(wire.value)
         if isinstance(wire, dict):
-            return cls(wire, None)
-        if isinstance(wire, bytes | bytearray):
-            return cls.decode(bytes(wire).decode("utf-8", errors="replace"))
+            return cls._object(wire)
+        if isinstance(wire, bytes | bytearray | memoryview):
+            try:
+                text = bytes(wire).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return cls(None, raw_form(wire), Problem("encoding", f"the arguments are bytes that are not UTF-8 "
+                                                         f"text (byte {exc.start + 1} of {len(wire)}); send them "
+                                                         "as a JSON object"))
+            return cls._text(text)
+        return cls(None, raw_form(wire))
+
+    @classmethod
+    def _object(cls, value: dict[Any, Any]) -> ToolArguments:
+        """A host-passed object: valid when it is JSON within the limits."""
+        if plain_fast(value):
+            return cls(value, None)
+        problem = find_problem(value)
+        return cls(value, None) if problem is None else cls(None, raw_form(value), problem)
+
+    @classmethod
+    def _text(cls, text: str) -> ToolArguments:
         try:
-            raw = orjson.dumps(wire).decode()
-        except TypeError:
-            raw = repr(wire)
-        return cls(None, raw)
+            value = _loads(text)
+        except JSONDecodeError:
+            return cls._not_orjson(text)
+        return cls._decoded(text, value)
+
+    @classmethod
+    def _decoded(cls, text: str, value: Any) -> ToolArguments:
+        """`text` as orjson decoded it (`value`): exact and within the limits, or decoded again exactly."""
+        if type(value) is dict:
+            if len(text) < SHORT_TEXT or decoded_fast(value, text):
+                return cls(value, None)
+            return cls._checked(text, loads_exact(text))  # integers beyond 64 bits, or deep
+        return cls({}, None) if value is None else cls(None, text)
+
+    @classmethod
+    def _not_orjson(cls, text: str) -> ToolArguments:
+        """What orjson refuses: blank, not JSON, or JSON that is not JSON arguments (NaN, 1e400, a lone
+        surrogate escape, deeper than orjson goes)."""
+        if not text.strip():
+            return cls({}, None)
+        return cls._checked(text, loads_exact(text))
+
+    @classmethod
+    def _checked(cls, text: str, value: Any) -> ToolArguments:
+        if isinstance(value, Problem):
+            return cls(None, text, None if value.kind == "syntax" else value)
+        if isinstance(value, dict):
+            problem = find_problem(value)
+            return cls(value, None) if problem is None else cls(None, text, problem)
+        return cls({}, None) if value is None else cls(None, text)
 
     @property
     def is_valid(self) -> bool:
         return self.value is not None
 
     @property
-    def raw_invalid(self) -> str | None:
-        """The verbatim text of Invalid arguments; None when they are a valid object."""
+    def raw_invalid(self) -> str | RawObject | None:
+        """The raw form of Invalid arguments (the text as sent, or a host object's raw form); None when valid."""
         return self._raw
 
-    def invalid_message(self) -> str:
-        raw = self._raw or ""
-        quote = raw[:INVALID_ARGUMENTS_QUOTE_CHARS]
+    def invalid_message(self, call_name: str | None = None) -> str:
+        if self.problem is not None:
+            lead = f"Invalid arguments for `{shown(call_name)}`" if call_name else "Invalid arguments"
+            return f"{lead}: {self.problem.message}. Fix the arguments and call again."
+        raw = self._raw
+        if not isinstance(raw, str):
+            raw = "" if raw is None else preview(raw.value, INVALID_ARGUMENTS_QUOTE_CHARS + 1)
+        quote = shown(raw[:INVALID_ARGUMENTS_QUOTE_CHARS], INVALID_ARGUMENTS_QUOTE_CHARS * 6)
         if len(raw) > INVALID_ARGUMENTS_QUOTE_CHARS:
             quote += "…"
         return (
@@ -89,10 +161,10 @@ class ToolArguments:
         return self.value if self.value is not None else {}
 
     def encode_for_replay(self) -> str:
-        return orjson.dumps(self.to_replay_object()).decode()
+        return json_text(self.to_replay_object())
 
-    def to_record(self) -> dict[str, Any] | str:
-        """Object → the map; Invalid → the raw string, verbatim."""
+    def to_record(self) -> dict[str, Any] | str | RawObject:
+        """Object → the map; Invalid → its raw form, verbatim."""
         return self.value if self.value is not None else (self._raw or "")
 
     @classmethod
@@ -109,7 +181,7 @@ class ToolArguments:
     def __hash__(self) -> int:
         if self.value is None:
             return hash(self._raw)
-        return hash(orjson.dumps(self.value, option=orjson.OPT_SORT_KEYS))
+        return hash(json_text(self.value, sort_keys=True))
 
     def __repr__(self) -> str:
         if self.value is not None:

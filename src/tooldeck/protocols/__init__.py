@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from tooldeck.core.errors import TooldeckError
+from tooldeck.core.jsonvalue import find_problem
 from tooldeck.protocols import anthropic, gemini, mistral, openai_chat, openai_responses
 from tooldeck.protocols.common import DecodedCall, ReplayCall, ReplayTurn, Violation
 
@@ -55,8 +56,13 @@ def runtime_calls(response: Any, provider: str, *, id_seed: str = "") -> list[di
 
 
 def validate(messages: Sequence[Mapping[str, Any]], provider: str) -> list[Violation]:
-    """Every rule violation of `messages` that the provider would answer with a 400."""
-    return FORMATS[format_name(provider)].validate(messages)
+    """Every rule violation of `messages` that the provider would answer with a 400 (or that could not
+    even be sent: a value JSON cannot carry, such as a lone surrogate, NaN or bytes)."""
+    out = FORMATS[format_name(provider)].validate(messages)
+    problem = find_problem(messages, None)
+    if problem is not None:
+        out.append(Violation("not_json", "messages", f"the messages are not JSON: {problem.message}"))
+    return out
 
 
 __all__ = ["FORMATS", "DecodedCall", "ReplayCall", "ReplayTurn", "Violation", "decode_calls", "format_name",

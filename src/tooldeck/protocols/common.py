@@ -6,13 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from tooldeck.core.arguments import MISSING, ToolArguments
-from tooldeck.core.errors import TooldeckError
+from tooldeck.core.errors import INVALID_TOOL_CALL, TooldeckError
+from tooldeck.core.jsonvalue import json_text
 from tooldeck.core.results import ERROR_MARKER
 
-INVALID_TOOL_CALL = "model.invalid_tool_call"
 TEMPLATE_TOKEN = "<|"
 
 
@@ -27,7 +25,8 @@ class ReplayCall:
     is_error: bool = False
 
     def arguments_json(self) -> str:
-        return orjson.dumps(self.arguments).decode()
+        """The arguments as a JSON text, exact (integers beyond 64 bits included)."""
+        return json_text(self.arguments)
 
     def marked_text(self) -> str:
         """The result text for providers without an error flag (same rule as AgentToolResult.model_text)."""

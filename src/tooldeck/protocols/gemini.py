@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from tooldeck.core.arguments import MISSING
+from tooldeck.core.rawvalue import raw_form
 from tooldeck.naming import RULES
 from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation, clean_name, decoded
 from tooldeck.protocols.ids import id_problem
@@ -47,8 +48,8 @@ def synthesize_id(seed: str, index: int, name: str, args: Any) -> str:
     """A deterministic call id: the same response (and seed) always gives the same ids."""
     try:
         canonical = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
-    except TypeError:
-        canonical = repr(args)
+    except TypeError:  # not plain JSON: its raw form (exact, and never raises, unlike repr of a huge int)
+        canonical = str(raw_form(args))
     digest = hashlib.sha256(f"{seed}\x00{index}\x00{name}\x00{canonical}".encode("utf-8", "surrogatepass"))
     return "call_" + digest.hexdigest()[:24]
 

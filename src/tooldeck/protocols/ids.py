@@ -10,6 +10,8 @@ import hashlib
 import re
 import string
 
+from tooldeck.core.jsonvalue import is_unicode
+
 _ALNUM = string.digits + string.ascii_letters
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
@@ -20,6 +22,8 @@ def id_problem(call_id: object, fmt: str, name: str | None = None) -> str | None
     """Why `call_id` is not acceptable to `fmt`, or None."""
     if not isinstance(call_id, str) or not call_id:
         return "the call id must be a non-empty string"
+    if not call_id.isascii() and not is_unicode(call_id):
+        return "the call id must be valid Unicode text (it holds a lone surrogate, which JSON cannot carry)"
     if fmt == "mistral":
         return None if _MISTRAL_ID.fullmatch(call_id) else "Mistral call ids are exactly 9 characters of [A-Za-z0-9]"
     if fmt == "anthropic":

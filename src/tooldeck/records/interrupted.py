@@ -11,6 +11,7 @@ from typing import Any
 
 from tooldeck.core.arguments import MISSING, ToolArguments
 from tooldeck.core.errors import INVALID_ARGUMENTS, OUTCOME_UNKNOWN
+from tooldeck.core.rawvalue import RawObject
 
 INTERRUPTED = "tool.interrupted"
 
@@ -29,13 +30,13 @@ def not_run_text(call_name: str) -> str:
             "Call it again if it is still needed.")
 
 
-def interrupted_outcome(call_name: str, status: str, raw_arguments: str | None = None
+def interrupted_outcome(call_name: str, status: str, raw_arguments: str | RawObject | None = None
                         ) -> tuple[str, str, str, dict[str, Any]]:
     """(final status, error code, text, structured) for an open call in `status`. A call whose raw
     arguments are not a JSON object could never have run: it gets the invalid-arguments error."""
     arguments = ToolArguments.decode(MISSING if raw_arguments is None else raw_arguments)
     if not arguments.is_valid:
-        text = arguments.invalid_message()
+        text = arguments.invalid_message(call_name or None)
         return "failed", INVALID_ARGUMENTS, text, {"error": {"code": INVALID_ARGUMENTS, "message": text}}
     if status == "requested":
         text = not_run_text(call_name)

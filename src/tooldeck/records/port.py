@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tooldeck.core.rawvalue import RawObject
+
 
 @dataclass(slots=True)
 class InvocationInfo:
@@ -33,8 +35,9 @@ class InvocationInfo:
 class RequestedCall:
     call_id: str
     name: str
-    raw_arguments: str | None
-    """The wire arguments verbatim: the string as sent, a compact JSON dump of an object, None if absent."""
+    raw_arguments: str | RawObject | None
+    """The wire arguments verbatim (`core.rawvalue`): the string as sent, the compact JSON text of a host
+    object, or a RawObject for a host object no JSON text holds; None if absent."""
     index: int
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tooldeck.core.rawvalue import RawObject
 from tooldeck.records.owner import Owner
 
 OPEN_STATUSES = ("requested", "started")
@@ -39,8 +40,9 @@ class CallRecord:
     call_id: str
     call_name: str
     tool_id: str | None
-    raw_arguments: str | None
-    """The wire arguments exactly as sent (None when the field was absent)."""
+    raw_arguments: str | RawObject | None
+    """The wire arguments exactly as sent: the str, a host object's JSON text, or the RawObject of a host
+    object no JSON text holds (None when the field was absent)."""
     arguments: dict[str, Any] | None
     """The decoded, admitted arguments (None when the gate refused the call or it never got there)."""
     status: str

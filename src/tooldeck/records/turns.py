@@ -14,9 +14,12 @@ Entries are JSON arrays, by position:
 
 Values are stored as they were given. A text slot (ids, names, raw arguments, content, error code)
 holding a str JSON cannot carry (a lone surrogate) becomes `{"utf8": <its surrogate-preserving
-UTF-8 bytes as latin-1>}`, so it reads back exactly. A JSON slot (arguments, structured,
-resource_refs, raw_result, effects) holding a value JSON cannot hold keeps the rules of
-`sqlite.dump` (sets as lists, bytes decoded, anything else as its repr).
+UTF-8 bytes as latin-1>}`, so it reads back exactly. The raw arguments slot holds the str as sent,
+a host object's JSON text, or, for a host object no JSON text holds (`core.rawvalue.RawObject`),
+`{"host": [tokens…]}`, which reads back as an equal RawObject. A JSON slot (arguments,
+structured, resource_refs, raw_result, effects) holding JSON is written exactly (integers beyond 64
+bits included, read back exact); a value JSON cannot hold keeps the rules of `sqlite.dump` (sets
+as lists, bytes decoded, anything else as its repr).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from tooldeck.core.jsonvalue import decode_exact, find_problem, json_text
+from tooldeck.core.rawvalue import RawObject
 from tooldeck.records.sqlite import dump, fallback
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -47,16 +52,30 @@ def _exact(value: Any) -> Any:
 
 
 def text(value: Any) -> Any:
-    """A text slot as stored → the str it was (see the module doc)."""
+    """A text slot as stored → the str it was, or the raw arguments slot → its RawObject (see the module doc)."""
     if type(value) is dict:
+        if "host" in value:
+            return RawObject.from_tokens(value["host"])
         return value["utf8"].encode("latin-1").decode("utf-8", "surrogatepass")
     return value
+
+
+def _default(value: Any) -> Any:
+    if type(value) is RawObject:
+        return orjson.Fragment(orjson.dumps(value.to_record()))
+    return fallback(value)
+
+
+def _json_slot(value: Any) -> orjson.Fragment:
+    if find_problem(value, None) is None:
+        return orjson.Fragment(json_text(value))
+    return orjson.Fragment(dump(value))  # type: ignore[arg-type]
 
 
 def encode(entries: list[list[Any]], text_slots: tuple[int, ...], json_slots: tuple[int, ...]) -> str:
     """The JSON text of `entries` (call or result entries; pass CALL_* or RESULT_* slots)."""
     try:
-        return orjson.dumps(entries, default=fallback, option=_OPTIONS).decode()
+        return orjson.dumps(entries, default=_default, option=_OPTIONS).decode()
     except TypeError:  # orjson's JSONEncodeError included: only odd values get here, slot by slot
         pass
     safe = []
@@ -67,9 +86,9 @@ def encode(entries: list[list[Any]], text_slots: tuple[int, ...], json_slots: tu
                 entry[i] = _exact(entry[i])
         for i in json_slots:
             if i < len(entry) and entry[i] is not None:
-                entry[i] = orjson.Fragment(dump(entry[i]))  # type: ignore[arg-type]
+                entry[i] = _json_slot(entry[i])
         safe.append(entry)
-    return orjson.dumps(safe, default=fallback, option=_OPTIONS).decode()
+    return orjson.dumps(safe, default=_default, option=_OPTIONS).decode()
 
 
 def encode_calls(entries: list[list[Any]]) -> str:
@@ -81,4 +100,4 @@ def encode_results(entries: list[list[Any]]) -> str:
 
 
 def decode(data: str | bytes) -> list[list[Any]]:
-    return orjson.loads(data)
+    return decode_exact(data)

@@ -32,7 +32,7 @@ from tooldeck.catalog.sources import UNFINISHED, TurnState
 from tooldeck.core.errors import OUTCOME_UNKNOWN
 from tooldeck.core.results import AgentToolResult, ToolOutput, as_output
 from tooldeck.gate import Admitted, Refused
-from tooldeck.records.interrupted import unknown_outcome_text
+from tooldeck.records.interrupted import INTERRUPTED, not_run_text, unknown_outcome_text
 from tooldeck.records.port import FinishedCall, Recorder, RequestedCall, StartedCall
 
 FLUSH_DELAY_S = 0.02
@@ -138,14 +138,15 @@ class TurnWriter:
                              self._turn.outputs[i])
 
     # -- step 3: the end of the turn -------------------------------------------------------------
-    def finish(self, results: Sequence[AgentToolResult | None]) -> None:
+    def finish(self, results: Sequence[AgentToolResult | None], interrupted: Sequence[int] = ()) -> None:
         """Write every result not written yet (`results`: the turn's projected results, None for a call
-        whose result never arrived)."""
+        whose result never arrived; `interrupted`: calls a host fault stopped before they started)."""
         self.close()
         written = self._written
         rest = [i for i in range(len(written)) if not written[i]]
         if rest:
-            self._recorder.calls_finished(self._invocation_id, self._turn.round, self._records(rest, results))
+            self._recorder.calls_finished(self._invocation_id, self._turn.round,
+                                          self._records(rest, results, interrupted))
             for i in rest:
                 written[i] = True
 
@@ -157,15 +158,23 @@ class TurnWriter:
             ticker.waiting.pop(self, None)
             self._ticker = None
 
-    def _records(self, indexes: list[int], results: Sequence[AgentToolResult | None]) -> list[FinishedCall]:
+    def _records(self, indexes: list[int], results: Sequence[AgentToolResult | None],
+                 interrupted: Sequence[int] = ()) -> list[FinishedCall]:
         """The records of these calls; their times are dispatch's (None where unknown: never an invented
-        duration). A call with no result was cut off before it arrived: `outcome_unknown`."""
+        duration). A call with no result was cut off before it arrived: `outcome_unknown`, or
+        `tool.interrupted` (nothing ran) when a host fault stopped it before it started."""
         turn = self._turn
         calls, outputs, checks = turn.calls, turn.outputs, self._checks
         timings = turn.timings
         out = []
         for i in indexes:  # one loop, no call per record: the end of every recorded turn runs it
             call, check, result = calls[i], checks[i], results[i]
+            if result is None and i in interrupted:
+                text = not_run_text(call.name)
+                out.append(FinishedCall(call.id, i, check.entry.tool_id, "failed", check.args, text,  # type: ignore[union-attr]
+                                        {"error": {"code": INTERRUPTED, "message": text}, "executed": False}, True,
+                                        INTERRUPTED, [], None, None, None))
+                continue
             if result is None:
                 text = unknown_outcome_text(call.name)
                 out.append(FinishedCall(call.id, i, check.entry.tool_id, "outcome_unknown", check.args,  # type: ignore[union-attr]
