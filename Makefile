@@ -1,36 +1,47 @@
-# The README's two commands: `make run` and `make test`. Both create .venv and install what they need.
+# The README's two commands: `make run` and `make test`. Both create .venv and install what they need,
+# saying at each step what it installs (the first install downloads for a minute or two; pip prints a
+# line per package). `make run` stops on Ctrl-C or SIGTERM, quietly (tooldeck serve exits 0).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The home `make run` serves (workspaces, records, config).
+TOOLDECK_HOME ?= .tooldeck
 # bfcl-eval is only test data (its function definitions); its own dependencies (torch, …) are not needed.
 BFCL := bfcl-eval==2026.3.23
+STEP := @printf '\n==> %s\n'
 
 .PHONY: run test bench lint install clean
 
 $(BIN)/python:
+	$(STEP) "[1/4] creating the virtual environment $(VENV) ($(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
-	$(BIN)/pip install --quiet --no-deps '$(BFCL)'
+	$(STEP) "[2/4] installing tooldeck (editable) and its test dependencies into $(VENV)"
+	$(BIN)/pip install -e '.[test]'
+	$(STEP) "[3/4] installing $(BFCL), test data only (--no-deps)"
+	$(BIN)/pip install --no-deps '$(BFCL)'
+	$(STEP) "[4/4] installing the Node MCP servers and the conformance kit the tests drive (needs npm)"
 	@for script in scripts/install-node-tools scripts/install-conformance; do \
 		if [ -x $$script ]; then ./$$script || exit 1; fi; \
 	done
 	touch $(STAMP)
+	$(STEP) "installed: $(BIN)/tooldeck ($$($(BIN)/tooldeck --version))"
 
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/tooldeck serve --home .tooldeck
+	$(BIN)/tooldeck serve --home $(TOOLDECK_HOME)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(STEP) "installing the benchmark peers ([bench] extra)"
+	$(BIN)/pip install -e '.[test,bench]'
 	$(BIN)/python -m bench
 
 lint: $(STAMP)

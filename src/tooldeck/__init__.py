@@ -1,17 +1,42 @@
-"""tooldeck: the tool runtime for LLM agents."""
+"""tooldeck: the tool runtime for LLM agents.
 
-from __future__ import annotations
+The public names are imported on first use (PEP 562), so `import tooldeck` (and every `tooldeck.x`
+submodule import, which runs this file first) costs nothing until a name is used: the `tooldeck`
+command imports only what its subcommand needs.
+"""
 
-from tooldeck.catalog.profile import Profile
-from tooldeck.catalog.sources import CallContext
-from tooldeck.core.arguments import ToolArguments
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
-from tooldeck.core.errors import ToolCallError, TooldeckError
-from tooldeck.core.ids import ToolId
-from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
-from tooldeck.runtime import Invocation, Runtime, open
+import importlib
+import typing
+
+if typing.TYPE_CHECKING:
+    from tooldeck.catalog.profile import Profile
+    from tooldeck.catalog.sources import CallContext
+    from tooldeck.core.arguments import ToolArguments
+    from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
+    from tooldeck.core.errors import ToolCallError, TooldeckError
+    from tooldeck.core.ids import ToolId
+    from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
+    from tooldeck.runtime import Invocation, Runtime, open
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "AgentToolResult": "tooldeck.core.results",
+    "CallContext": "tooldeck.catalog.sources",
+    "Invocation": "tooldeck.runtime",
+    "Profile": "tooldeck.catalog.profile",
+    "Runtime": "tooldeck.runtime",
+    "ToolAnnotations": "tooldeck.core.descriptors",
+    "ToolArguments": "tooldeck.core.arguments",
+    "ToolCallError": "tooldeck.core.errors",
+    "ToolDescriptor": "tooldeck.core.descriptors",
+    "ToolEffect": "tooldeck.core.results",
+    "ToolId": "tooldeck.core.ids",
+    "ToolOutput": "tooldeck.core.results",
+    "TooldeckError": "tooldeck.core.errors",
+    "open": "tooldeck.runtime",
+}
 
 __all__ = [
     "AgentToolResult",
@@ -30,3 +55,16 @@ __all__ = [
     "__version__",
     "open",
 ]
+
+
+def __getattr__(name: str) -> typing.Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

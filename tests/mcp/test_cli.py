@@ -57,7 +57,11 @@ def test_mcp_commands(tmp_path: Path) -> None:
 
 
 def test_cli_errors(tmp_path: Path) -> None:
-    code, out = _run("mcp", "list", "--home", str(tmp_path))
+    code, out = _run("mcp", "list", "--home", str(tmp_path))  # nothing configured: an empty list, with the hint
+    assert code == 0 and "no MCP servers are configured" in out
+    code, out = _run("mcp", "list", "--home", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out) == []
+    code, out = _run("mcp", "tools", "x", "--home", str(tmp_path))  # but a server that cannot be there is an error
     assert code == 2 and "no MCP servers are configured" in out
     (tmp_path / "mcp.json").write_text('{"mcpServers": {"x": {"command": 3}}}', encoding="utf-8")
     code, out = _run("mcp", "list", "--home", str(tmp_path))

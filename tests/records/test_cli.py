@@ -26,7 +26,7 @@ def test_list_show_and_replay(tmp_path: Path) -> None:
     inv_id = _record(tmp_path)
     listed = runner.invoke(app, ["records", "list", "--home", str(tmp_path)], env={"COLUMNS": "250"})
     assert listed.exit_code == 0, listed.output
-    assert inv_id in listed.output and "1 recent invocations" in listed.output
+    assert inv_id in listed.output and "1 invocation, newest first" in listed.output
 
     shown = runner.invoke(app, ["records", "show", inv_id, "--home", str(tmp_path)], env={"COLUMNS": "250"})
     assert shown.exit_code == 0, shown.output

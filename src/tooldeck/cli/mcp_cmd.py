@@ -1,48 +1,61 @@
 """`tooldeck mcp list | tools SERVER | refresh [SERVER]`: the configured MCP servers and their tools.
 
 A server that failed shows its failure code, the cause and the next step; these commands print it
-themselves, so the `tooldeck.mcp` warnings that say the same are held back while they run.
+themselves, so the `tooldeck.mcp` warnings that say the same are held back while they run. The MCP
+package (and with it the SDK) is imported when one of these commands runs, not when the CLI starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
-import orjson
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, fail_usage, usage_errors
-from tooldeck.core.errors import TooldeckError
-from tooldeck.sources.mcp import Failure, McpManager
+from tooldeck.cli.common import (
+    DEFAULT_HOME,
+    HomeOption,
+    JsonOption,
+    cli_app,
+    fail_usage,
+    print_json,
+    started,
+    usage_errors,
+)
 
-mcp_app = typer.Typer(no_args_is_help=True, help="MCP servers: list them, show their tools, refresh catalogs.")
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+if TYPE_CHECKING:
+    from tooldeck.sources.mcp import Failure, McpManager
+
+mcp_app = cli_app(name="mcp", no_args_is_help=True, help="MCP servers: list them, show their tools, refresh catalogs.")
+ServerArgument = Annotated[str, typer.Argument(metavar="SERVER", help="The server's name, as in the config.")]
 
 
-def _manager(home: Path) -> McpManager:
+def _no_servers(home: Path) -> str:
+    return (f"no MCP servers are configured in {home}: add `[mcp.servers.NAME]` to {home / 'tooldeck.toml'} "
+            f"or a {{\"mcpServers\": {{...}}}} object to {home / 'mcp.json'}")
+
+
+def _manager(home: Path) -> McpManager | None:
+    from tooldeck.core.errors import TooldeckError
+    from tooldeck.sources.mcp import McpManager
+
     try:
         manager = McpManager.from_home(home, start=False)
     except TooldeckError as exc:
         usage_errors(exc)
-        raise
-    if manager is None:
-        fail_usage(f"no MCP servers are configured in {home}: add `[mcp.servers.NAME]` to {home / 'tooldeck.toml'} "
-                   f"or a {{\"mcpServers\": {{...}}}} object to {home / 'mcp.json'}")
-        raise typer.Exit(2)
+    started()
     return manager
 
 
-def _print_json(value: Any) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+def _require_manager(home: Path) -> McpManager:
+    manager = _manager(home)
+    if manager is None:
+        fail_usage(_no_servers(home))
+    return manager
 
 
 def _when(ts: float | None) -> str:
@@ -75,42 +88,55 @@ def _failure_lines(failure: Failure) -> list[str]:
 
 
 def list_servers(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -> None:
-    """The configured servers: registration, transport, state, tool counts (from the cache; connects nothing)."""
+    """The configured servers: state, tools offered/listed, transport, endpoint, last problem (from the cache;
+    connects nothing). No server configured is an empty list."""
+    from tooldeck.cli.table import Column, clean, render
+
     manager = _manager(home)
+    if manager is None:
+        if as_json:
+            print_json([])
+        else:
+            typer.echo(_no_servers(home))
+        return
     try:
         statuses = manager.status()
     finally:
         manager.close()
     if as_json:
-        _print_json([s.to_dict() for s in statuses])
+        print_json([s.to_dict() for s in statuses])
         return
-    table = Table(title=f"{len(statuses)} MCP servers ({home})")
-    for col in ("server", "registration", "transport", "endpoint", "state", "tools offered/listed", "discovered",
-                "problem"):
-        table.add_column(col, overflow="fold")
+    columns = [Column("server", "id"), Column("state", "text", min_width=6), Column("tools", "number"),
+               Column("transport", "text", drop=2, min_width=5), Column("registration", "id", drop=1),
+               Column("discovered", "id", drop=3), Column("endpoint", "text", drop=4, min_width=16),
+               Column("problem", "text", drop=5, min_width=20)]
+    rows = []
     for s in statuses:
         problems = [d.message for d in s.diagnostics if d.code != "mcp.server_paused"]
         problem = (f"{s.failure.summary} [{s.failure.code}, {_when(s.failure.at)}]" if s.failure
                    else "; ".join(problems[:2]))
-        cells = (s.name, s.registration_id, s.transport, s.endpoint, s.state, f"{s.tools_offered}/{s.tools_total}",
-                 _when(s.fetched_at), problem)
-        table.add_row(*(Text(cell) for cell in cells))  # not markup: `[...]` in a command or message is text
-    console = Console()
-    console.print(table)
+        rows.append((s.name, s.state, f"{s.tools_offered}/{s.tools_total}", s.transport, s.registration_id,
+                     _when(s.fetched_at), s.endpoint, problem))
+    typer.echo(render(columns, rows), nl=False)
     for s in statuses:
         if s.failure is not None:
-            console.print(f"{s.name}: {s.failure.code}: {s.failure.summary}", markup=False, highlight=False)
+            typer.echo(clean(f"{s.name}: {s.failure.code}: {s.failure.summary}", one_line=True))
             for line in _failure_lines(s.failure):
-                console.print(line, markup=False, highlight=False)
+                typer.echo(clean(line, one_line=False))
 
 
 def tools(
-    server: Annotated[str, typer.Argument(help="The server name, as in the config.")],
+    server: ServerArgument,
     home: HomeOption = DEFAULT_HOME,
     as_json: JsonOption = False,
 ) -> None:
-    """A server's tools with their permission (discovers the server first if it has no cached catalog)."""
-    manager = _manager(home)
+    """A server's tools: call name, permission, description (discovers the server first if it has no cached
+    catalog)."""
+    from tooldeck.cli.table import Column, render
+    from tooldeck.cli.tools_cmd import summary
+    from tooldeck.core.errors import TooldeckError
+
+    manager = _require_manager(home)
     try:
         with _own_report():
             infos = manager.tools(server)
@@ -124,59 +150,62 @@ def tools(
                 infos = manager.tools(server)
     except TooldeckError as exc:
         usage_errors(exc)
-        return
     finally:
         manager.close()
     if as_json:
-        _print_json([{"tool_id": t.tool_id, "name": t.name, "call_name": t.model_name, "permission": t.permission,
-                      "description": t.description} for t in infos])
+        print_json([{"tool_id": t.tool_id, "name": t.name, "call_name": t.model_name, "permission": t.permission,
+                     "description": t.description} for t in infos])
         return
-    table = Table(title=f"{len(infos)} tools of MCP server {server}")
-    for col in ("call name", "native name", "permission", "tool id", "description"):
-        table.add_column(col, overflow="fold")
-    for t in infos:
-        table.add_row(t.model_name, t.name, t.permission, t.tool_id, t.description)
-    Console().print(table)
+    columns = [Column("call name", "id"), Column("permission", "text", min_width=5),
+               Column("description", "text", min_width=24), Column("native name", "id", drop=1),
+               Column("tool id", "id", drop=2)]
+    typer.echo(render(columns, [(t.model_name, t.permission, summary(t.description), t.name, t.tool_id)
+                                for t in infos]), nl=False)
 
 
 def refresh(
-    server: Annotated[str | None, typer.Argument(help="One server; all unpaused servers when omitted.")] = None,
+    server: Annotated[str | None, typer.Argument(metavar="[SERVER]",
+                                                 help="One server; all unpaused servers when omitted.")] = None,
     home: HomeOption = DEFAULT_HOME,
     as_json: JsonOption = False,
 ) -> None:
     """Connect, list the tools again and rewrite the cached catalog. Exit code 1 when a server failed."""
-    manager = _manager(home)
+    from tooldeck.core.errors import TooldeckError
+
+    manager = _require_manager(home)
     try:
         with _own_report():
             reports = manager.refresh(server)
     except TooldeckError as exc:
         usage_errors(exc)
-        return
     finally:
         manager.close()
     if as_json:
-        _print_json([r.to_dict() for r in reports])
+        print_json([r.to_dict() for r in reports])
     else:
+        from tooldeck.cli.table import clean
+
+        def say(text: str) -> None:  # server names, messages and stderr lines are not ours: escape controls
+            typer.echo(clean(text, one_line=False))
+
         for r in reports:
             if r.ok:
                 change = "".join([f", +{len(r.added)}" if r.added else "", f", -{len(r.removed)}" if r.removed else ""])
-                typer.echo(f"{r.name}: {r.tools} tools{change}")
+                say(f"{r.name}: {r.tools} tools{change}")
             elif r.failure is not None:
-                typer.echo(f"{r.name}: failed: {r.failure.summary} [{r.failure.code}]")
+                say(f"{r.name}: failed: {r.failure.summary} [{r.failure.code}]")
                 for line in _failure_lines(r.failure):
-                    typer.echo(line)
+                    say(line)
             else:
-                typer.echo(f"{r.name}: failed: {r.error}")
+                say(f"{r.name}: failed: {r.error}")
             failure_code = r.failure.code if r.failure else None
             for d in r.diagnostics:
                 if d.code != failure_code:  # the failure itself is printed above
-                    typer.echo(f"  {d.code}: {d.message}")
+                    say(f"  {d.code}: {d.message}")
     if any(not r.ok for r in reports):
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    mcp_app.command("list")(list_servers)
-    mcp_app.command("tools")(tools)
-    mcp_app.command("refresh")(refresh)
-    app.add_typer(mcp_app, name="mcp")
+mcp_app.command("list")(list_servers)
+mcp_app.command("tools")(tools)
+mcp_app.command("refresh")(refresh)

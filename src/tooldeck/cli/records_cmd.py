@@ -2,54 +2,48 @@
 
 from __future__ import annotations
 
-import json
-import sys
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, usage_errors
-from tooldeck.core.errors import TooldeckError
-from tooldeck.core.rawvalue import RawObject
-from tooldeck.protocols import FORMATS
-from tooldeck.records.store import SqliteRecorder
+from tooldeck.cli.common import (
+    DEFAULT_HOME,
+    HomeOption,
+    JsonOption,
+    cli_app,
+    fail_usage,
+    print_json,
+    started,
+    usage_errors,
+)
+
+if TYPE_CHECKING:
+    from tooldeck.records.reader import CallRecord, InvocationSummary
+    from tooldeck.records.store import SqliteRecorder
 
 RECORDS_FILE = "records.sqlite"
-PREVIEW_CHARS = 120
+PROVIDERS_HELP = "openai | openai_responses | anthropic | gemini | mistral"
 
-records_app = typer.Typer(no_args_is_help=True, help="Recorded invocations: list them, show their calls.")
+records_app = cli_app(name="records", no_args_is_help=True, help="Recorded invocations: list them, show their calls.")
 
 
 def _store(home: Path) -> SqliteRecorder:
+    from tooldeck.core.errors import TooldeckError
+    from tooldeck.records.store import SqliteRecorder
+
     path = home / RECORDS_FILE
     if not path.is_file():
-        typer.echo(f"error: records.not_found: no records store at {path}; run tools with records on "
-                   "(the default) or pass --home", err=True)
-        raise typer.Exit(2)
+        fail_usage(f"records.not_found: no records store at {path}; run tools with records on "
+                   "(the default) or pass --home")
     try:
-        return SqliteRecorder(path)
+        store = SqliteRecorder(path)
     except TooldeckError as exc:
         usage_errors(exc)
-        raise
-
-
-def _json_default(value: object) -> object:
-    return value.to_record() if isinstance(value, RawObject) else repr(value)
-
-
-def _json_out(value: object) -> str:
-    """Indented JSON of recorded values: orjson, or Python's encoder for what orjson cannot write (integers
-    beyond 64 bits, lone surrogates as `\\udXXX` escapes)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=_json_default).decode()
-    except TypeError:
-        return json.dumps(value, indent=2, default=_json_default)
+    started()
+    return store
 
 
 def _when(ts: float | None) -> str:
@@ -58,77 +52,113 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _preview(text: str) -> str:
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= PREVIEW_CHARS else one_line[:PREVIEW_CHARS - 1] + "…"
+def summary_dict(s: InvocationSummary) -> dict[str, Any]:
+    """One invocation in `records list --json` (and `records show --json`'s `invocation`)."""
+    return {"invocation_id": s.invocation_id, "run_id": s.run_id, "provider": s.provider, "scene": s.scene,
+            "headless": s.headless, "snapshot_id": s.snapshot_id, "created_at": s.created_at, "rounds": s.rounds,
+            "calls": s.calls, "errors": s.errors, "unknown_outcomes": s.unknown_outcomes, "open_calls": s.open_calls}
+
+
+def call_dict(c: CallRecord) -> dict[str, Any]:
+    """One call in `records show --json`."""
+    result = None if c.result is None else {
+        "content": c.result.content, "is_error": c.result.is_error, "error_code": c.result.error_code,
+        "structured": c.result.structured, "resource_refs": c.result.resource_refs}
+    return {"round": c.round, "index": c.index, "call_id": c.call_id, "name": c.call_name, "tool_id": c.tool_id,
+            "raw_arguments": c.raw_arguments, "arguments": c.arguments, "status": c.status,
+            "requested_at": c.requested_at, "started_at": c.started_at, "finished_at": c.finished_at,
+            "result": result}
 
 
 def list_cmd(
     home: HomeOption = DEFAULT_HOME,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many, newest first.")] = 20,
-    run: Annotated[str | None, typer.Option("--run", help="Only this run id.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many, newest first.")] = 20,
+    run: Annotated[str | None, typer.Option("--run", metavar="RUN_ID", help="Only this run's invocations.")] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Recent invocations: id, run, provider, rounds, calls, errors, interrupted calls."""
+    """Recent invocations, newest first: id, time, provider, calls, errors; run, scene, rounds when wide enough."""
+    from tooldeck.cli.table import Column, render
+
     store = _store(home)
     try:
         rows = store.list_invocations(limit, run)
     finally:
         store.close()
-    table = Table(title=f"{len(rows)} recent invocations ({home / RECORDS_FILE})")
-    for col in ("invocation", "run", "provider", "scene", "created (UTC)", "rounds", "calls", "errors", "unknown",
-                "open"):
-        table.add_column(col, overflow="fold")
-    for s in rows:
-        table.add_row(escape(s.invocation_id), escape(s.run_id), s.provider, s.scene, _when(s.created_at),
-                      str(s.rounds), str(s.calls), str(s.errors), str(s.unknown_outcomes), str(s.open_calls))
-    Console().print(table)
+    if as_json:
+        print_json([summary_dict(s) for s in rows])
+        return
+    if not rows:
+        typer.echo(f"no invocations in {home / RECORDS_FILE}" + (f" for run {run}" if run else ""))
+        return
+    columns = [Column("invocation", "id"), Column("created (utc)", "id"), Column("provider", "text", min_width=8),
+               Column("calls", "number"), Column("errors", "number", drop=5), Column("open", "number", drop=4),
+               Column("unknown", "number", drop=3), Column("scene", "text", drop=2, min_width=7),
+               Column("rounds", "number", drop=2), Column("run", "id", drop=1)]
+    typer.echo(render(columns, [(s.invocation_id, _when(s.created_at), s.provider, str(s.calls), str(s.errors),
+                                 str(s.open_calls), str(s.unknown_outcomes), s.scene, str(s.rounds), s.run_id)
+                                for s in rows]), nl=False)
+    noun = "invocation" if len(rows) == 1 else "invocations"
+    typer.echo(f"\n{len(rows)} {noun}, newest first; --json for every field.")
 
 
 def show_cmd(
-    invocation_id: Annotated[str, typer.Argument(metavar="ID", help="An invocation id from `records list`.")],
+    invocation_id: Annotated[str, typer.Argument(metavar="INVOCATION_ID", help="An id from `records list`.")],
     home: HomeOption = DEFAULT_HOME,
-    as_json: Annotated[bool, typer.Option("--json", help="Print calls and results as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the invocation and its calls as JSON (shapes "
+                                                         "in docs/cli.md).")] = False,
+    long: Annotated[bool, typer.Option("--long", "-l", help="Raw arguments and results in full, not cut to "
+                                                            "one line.")] = False,
 ) -> None:
-    """The calls of one invocation: raw arguments as sent, status, result preview."""
+    """The calls of one invocation: call id, name, status, time; raw arguments as sent; the result."""
+    from tooldeck.core.errors import TooldeckError
+
     store = _store(home)
     try:
         history = store.history(invocation_id)
     except TooldeckError as exc:
         usage_errors(exc)
-        return
     finally:
         store.close()
     if as_json:
-        data = [{"round": c.round, "index": c.index, "call_id": c.call_id, "name": c.call_name, "tool_id": c.tool_id,
-                 "raw_arguments": c.raw_arguments, "arguments": c.arguments, "status": c.status,
-                 "requested_at": c.requested_at, "started_at": c.started_at, "finished_at": c.finished_at,
-                 "result": None if c.result is None else {
-                     "content": c.result.content, "is_error": c.result.is_error, "error_code": c.result.error_code,
-                     "structured": c.result.structured, "resource_refs": c.result.resource_refs}}
-                for c in history.calls]
-        sys.stdout.write(_json_out({"invocation_id": invocation_id, "calls": data}) + "\n")
+        print_json({"invocation": summary_dict(history.summary), "calls": [call_dict(c) for c in history.calls]})
         return
-    s = history.summary
-    table = Table(title=f"{s.invocation_id} · run {s.run_id} · {s.provider} · {s.calls} calls")
-    for col in ("round", "#", "call id", "name", "raw arguments", "status", "ms", "result"):
-        table.add_column(col, overflow="fold")
-    for c in history.calls:
-        elapsed = "-" if c.started_at is None or c.finished_at is None else \
-            f"{(c.finished_at - c.started_at) * 1e3:.1f}"
-        result = "-" if c.result is None else _preview(
-            (f"[{c.result.error_code or 'error'}] " if c.result.is_error else "") + c.result.content)
-        raw = "(absent)" if c.raw_arguments is None else _preview(str(c.raw_arguments))
-        table.add_row(str(c.round), str(c.index), escape(c.call_id), escape(c.call_name), escape(raw), c.status,
-                      elapsed, escape(result))
-    Console().print(table)
+    _print_history(history.summary, history.calls, long=long)
+
+
+def _print_history(s: InvocationSummary, calls: list[CallRecord], *, long: bool) -> None:
+    from tooldeck.cli.table import clean, cut, terminal_width
+
+    width = max(40, terminal_width())
+    for label, value in (("invocation", s.invocation_id), ("run", s.run_id),
+                         ("provider", f"{s.provider} (scene {s.scene})"), ("created", f"{_when(s.created_at)} UTC"),
+                         ("calls", f"{s.calls} in {s.rounds} rounds: {s.errors} errors, {s.open_calls} open, "
+                                   f"{s.unknown_outcomes} unknown outcomes")):
+        typer.echo(f"{label:<10}  {clean(value, one_line=True)}")
+    for c in calls:
+        elapsed = "" if c.started_at is None or c.finished_at is None else \
+            f", {(c.finished_at - c.started_at) * 1e3:.1f} ms"
+        typer.echo("")
+        call_id, name = clean(c.call_id, one_line=True), clean(c.call_name, one_line=True)
+        typer.echo(f"round {c.round} #{c.index}  {call_id}  {name}  {c.status}{elapsed}")
+        raw = "(absent)" if c.raw_arguments is None else str(c.raw_arguments)
+        result = "-" if c.result is None else \
+            (f"[{c.result.error_code or 'error'}] " if c.result.is_error else "") + c.result.content
+        for label, text in (("arguments", raw), ("result", result)):
+            head = f"  {label:<9}  "
+            if long:
+                typer.echo(textwrap.fill(clean(text, one_line=True), width, initial_indent=head,
+                                         subsequent_indent=" " * len(head), break_on_hyphens=False))
+            else:
+                typer.echo(head + cut(clean(text, one_line=True), width - len(head)))
 
 
 def replay_cmd(
-    invocation_id: Annotated[str, typer.Argument(metavar="INVOCATION", help="An invocation id.")],
-    provider: Annotated[str, typer.Option("--provider", help=" | ".join(FORMATS))] = "openai",
+    invocation_id: Annotated[str, typer.Argument(metavar="INVOCATION_ID", help="An id from `records list`.")],
+    provider: Annotated[str, typer.Option("--provider", metavar="NAME", help=PROVIDERS_HELP)] = "openai",
     home: HomeOption = DEFAULT_HOME,
 ) -> None:
     """Print an invocation's tool history as the provider's messages (JSON)."""
+    from tooldeck.core.errors import TooldeckError
     from tooldeck.records.replay import replay
 
     store = _store(home)
@@ -136,14 +166,11 @@ def replay_cmd(
         messages = replay(store, invocation_id, provider)
     except TooldeckError as exc:
         usage_errors(exc)
-        return
     finally:
         store.close()
-    sys.stdout.write(_json_out(messages) + "\n")
+    print_json(messages)
 
 
-def register(app: typer.Typer) -> None:
-    records_app.command("list")(list_cmd)
-    records_app.command("show")(show_cmd)
-    app.add_typer(records_app, name="records")
-    app.command("replay")(replay_cmd)
+records_app.command("list")(list_cmd)
+records_app.command("show")(show_cmd)
+replay_app = cli_app(replay_cmd)

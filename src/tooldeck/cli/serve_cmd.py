@@ -1,13 +1,22 @@
-"""`tooldeck serve`: the Runtime's tools as an MCP server, over streamable HTTP (default) or stdio."""
+"""`tooldeck serve`: the Runtime's tools as an MCP server, over streamable HTTP (default) or stdio.
+
+The server stack (the MCP SDK, uvicorn, starlette) is imported when `serve` runs, never by the other
+commands. SIGTERM stops the server as Ctrl-C does: open streams get their grace period, the runtime is
+closed (records, MCP server processes), and the exit code is 0, without a traceback, so `make run`
+ends quietly under a process manager or `kill`.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated, cast
 
-import anyio
 import typer
 
 from tooldeck.cli.common import (
@@ -16,13 +25,12 @@ from tooldeck.cli.common import (
     Loading,
     LoadingOption,
     ProfileOption,
+    cli_app,
     fail_usage,
+    started,
     usage_errors,
     with_loading,
 )
-from tooldeck.core.descriptors import Scene
-from tooldeck.core.errors import TooldeckError
-from tooldeck.runtime import Runtime
 
 if TYPE_CHECKING:
     from tooldeck.server.address import HttpAddress
@@ -41,7 +49,7 @@ def serve(
                                              help="Streamable HTTP address (the default transport). Port 0 or no "
                                                   "port: 8808 when free, else any free port.")] = None,
     profile: ProfileOption = None,
-    token: Annotated[str | None, typer.Option("--token", envvar=TOKEN_ENV, show_envvar=True,
+    token: Annotated[str | None, typer.Option("--token", metavar="TOKEN", envvar=TOKEN_ENV, show_envvar=True,
                                               help="Require `Authorization: Bearer TOKEN` on HTTP requests.")] = None,
     allow_host: Annotated[list[str] | None, typer.Option("--allow-host", metavar="NAME",
                                                          help="Accept this Host name besides loopback (repeatable; "
@@ -51,16 +59,47 @@ def serve(
                                                                 "https://app.example (repeatable).")] = None,
     loading: LoadingOption = None,
     connect: Annotated[str | None, typer.Option(
-        "--connect", help="lazy | start: connect MCP servers on their first call (lazy) or now (start); "
-                          "default: `connect` in tooldeck.toml, else lazy.")] = None,
-    scene: Annotated[str, typer.Option("--scene", help="chat | session: which scene's tools to offer.")] = "session",
+        "--connect", metavar="WHEN", help="lazy | start: connect MCP servers on their first call (lazy) or now "
+                                          "(start); default: `connect` in tooldeck.toml, else lazy.")] = None,
+    scene: Annotated[str, typer.Option("--scene", metavar="SCENE",
+                                       help="chat | session: which scene's tools to offer.")] = "session",
     records: Annotated[bool, typer.Option("--records/--no-records",
                                           help="Record every call in <home>/records.sqlite (replayable audit).")]
     = True,
-    log_level: Annotated[str, typer.Option("--log-level", help="debug | info | warning | error (on stderr).")]
-    = "warning",
+    log_level: Annotated[str, typer.Option("--log-level", metavar="LEVEL",
+                                           help="debug | info | warning | error (on stderr).")] = "warning",
 ) -> None:
-    """Serve the tools of the snapshot as an MCP server; every call goes through the gate. Ctrl-C stops it."""
+    """Serve the tools of the snapshot as an MCP server; every call goes through the gate. Ctrl-C or SIGTERM
+    stops it (exit 0)."""
+    # KeyboardInterrupt here: Ctrl-C or SIGTERM before the server ran (while importing, opening the home)
+    with _stop_on_sigterm(), contextlib.suppress(KeyboardInterrupt):
+        _serve(home, stdio, http, profile, token, allow_host, allow_origin, loading, connect, scene, records,
+               log_level)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so both take the same way out. uvicorn replaces the
+    handler while it serves and, after its graceful shutdown, raises the signal again: it lands here."""
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, token: str | None,
+           allow_host: list[str] | None, allow_origin: list[str] | None, loading: Loading | None,
+           connect: str | None, scene: str, records: bool, log_level: str) -> None:
+    import anyio
+
+    from tooldeck.core.descriptors import Scene
+    from tooldeck.core.errors import TooldeckError
+    from tooldeck.runtime import Runtime
     from tooldeck.server.config import ServeConfig, load_serve_config
     from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
 
@@ -87,7 +126,7 @@ def serve(
                 runtime.mcp.start()  # connects and re-lists every server in the background
     except TooldeckError as exc:
         usage_errors(exc)
-        return
+    started()
     mcp = TooldeckMCPServer(runtime, ServeOptions(scene=cast(Scene, scene), limits=settings))
     try:
         if address is None:
@@ -103,6 +142,7 @@ def serve(
 
 def _check_usage(stdio: bool, http: str | None, scene: str, log_level: str, http_only: bool) -> HttpAddress | None:
     """The HTTP address to serve on (None for stdio); bad combinations are usage errors (exit 2)."""
+    from tooldeck.core.errors import TooldeckError
     from tooldeck.server.address import DEFAULT_HOST, HttpAddress, parse_http_address
 
     if stdio and http is not None:
@@ -126,6 +166,7 @@ def _check_usage(stdio: bool, http: str | None, scene: str, log_level: str, http
 
 def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], origins: list[str],
                 token: str | None) -> None:
+    from tooldeck.core.errors import TooldeckError
     from tooldeck.server.address import bind_socket
     from tooldeck.server.security import HttpGuard, is_loopback
 
@@ -145,11 +186,12 @@ def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], 
         print(f"tooldeck serving MCP on {url}{auth}", flush=True)
         print(f"home {mcp.runtime.home}; stop with Ctrl-C", file=sys.stderr, flush=True)
 
+    import anyio
+
     try:
         anyio.run(mcp.serve_http, sock, guard, ready)
     finally:
         sock.close()
 
 
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve)
+serve_app = cli_app(serve)

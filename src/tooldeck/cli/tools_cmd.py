@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-from typing import Annotated, Any
+import textwrap
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from tooldeck.cli.common import (
     DEFAULT_HOME,
@@ -17,61 +13,113 @@ from tooldeck.cli.common import (
     LoadingOption,
     ProfileOption,
     ProviderOption,
+    cli_app,
+    open_runtime,
+    print_json,
     usage_errors,
-    with_loading,
 )
-from tooldeck.core.arguments import MISSING
-from tooldeck.core.errors import TooldeckError
-from tooldeck.runtime import Runtime
 
-
-def _open(home: Path, profile: Path | None, records: bool = True) -> Runtime:
-    try:
-        return Runtime(home, profile=profile, records=records)
-    except TooldeckError as exc:
-        usage_errors(exc)
-        raise
+if TYPE_CHECKING:
+    from tooldeck.runtime import Invocation
 
 
 def tools(
     home: HomeOption = DEFAULT_HOME,
     provider: ProviderOption = "openai",
     profile: ProfileOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the snapshot as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the snapshot as JSON: tools with full "
+                                                         "descriptions and schemas, the tools array.")] = False,
+    long: Annotated[bool, typer.Option("--long", "-l", help="Each tool's full description and parameters.")]
+    = False,
     loading: LoadingOption = None,
 ) -> None:
     """Show the tools a model would get: call name, tool id, description, parameters."""
-    rt = with_loading(_open(home, profile, records=False), loading)
+    from tooldeck.core.errors import TooldeckError
+
+    rt = open_runtime(home, profile, records=False, loading=loading)
     try:
-        inv = rt.invocation(provider=provider)
-    except TooldeckError as exc:
-        usage_errors(exc)
-        return
+        try:
+            inv = rt.invocation(provider=provider)
+        except TooldeckError as exc:
+            usage_errors(exc)
+        _show(inv, provider, as_json=as_json, long=long)
+    finally:
+        rt.close()
+
+
+def _show(inv: Invocation, provider: str, *, as_json: bool, long: bool) -> None:
     rows = [{"call_name": b.call_name, "tool_id": b.tool_id, "description": b.descriptor.description,
              "parameters": b.descriptor.input_schema} for b in inv.snapshot.bindings]
     if as_json:
-        payload = {"provider": provider, "loading": inv.snapshot.loading, "tools": rows, "tools_array": inv.tools(),
-                   "turn_context": inv.turn_context()}
-        sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json({"provider": provider, "loading": inv.snapshot.loading, "tools": rows, "tools_array": inv.tools(),
+                    "turn_context": inv.turn_context()})
         return
-    table = Table(title=f"{len(rows)} tools ({provider})")
-    for col in ("call name", "tool id", "description", "parameters"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        props = r["parameters"].get("properties") or {}
-        required = set(r["parameters"].get("required") or [])
-        params = ", ".join(f"{k}{'*' if k in required else ''}" for k in props)
-        table.add_row(r["call_name"], r["tool_id"], r["description"], params)
-    console = Console()
-    console.print(table)
+    if long:
+        _print_long(rows)
+    else:
+        _print_table(rows)
+    from tooldeck.cli.table import terminal_width
+
+    more = "." if long else "; --long or --json for more."
+    notes = [f"{len(rows)} tools ({provider}, {inv.snapshot.loading}){more}"]
     if inv.turn_context():
-        console.print(f"[bold]{inv.snapshot.loading}[/bold]: the tools array holds "
-                      f"{', '.join(t.get('function', t).get('name', '?') for t in inv.tools()[:5])}; the turn "
-                      "context lists the rest.")
+        names = ", ".join(_array_name(t) for t in inv.tools()[:5])
+        notes.append(f"{inv.snapshot.loading}: the tools array holds {names}; the turn context lists the rest.")
+    typer.echo("")
+    for note in notes:
+        typer.echo(textwrap.fill(note, max(40, terminal_width()), break_on_hyphens=False))
+
+
+def _array_name(tool: dict[str, Any]) -> str:
+    return str(tool.get("function", tool).get("name", "?"))
+
+
+def summary(description: str) -> str:
+    """The first sentence of a description, on one line."""
+    text = " ".join(description.split())
+    end = text.find(". ")
+    return text[:end + 1] if end > 0 else text
+
+
+def _params(schema: dict[str, Any], *, types: bool = False) -> str:
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    parts = []
+    for name, spec in props.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        kind = "|".join(kind) if isinstance(kind, list) else kind
+        parts.append(f"{name}{'*' if name in required else ''}" + (f" ({kind})" if types and kind else ""))
+    return ", ".join(parts)
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from tooldeck.cli.table import Column, render
+
+    columns = [Column("call name", "id"), Column("tool id", "id", drop=2),
+               Column("description", "text", min_width=40, weight=2), Column("parameters", "text", drop=1)]
+    typer.echo(render(columns, [(r["call_name"], r["tool_id"], summary(r["description"]), _params(r["parameters"]))
+                                for r in rows]), nl=False)
+
+
+def _print_long(rows: list[dict[str, Any]]) -> None:
+    from tooldeck.cli.table import clean, terminal_width
+
+    width = max(40, terminal_width()) - 2
+    for i, r in enumerate(rows):
+        if i:
+            typer.echo("")
+        typer.echo(f"{clean(r['call_name'], one_line=True)}  {clean(r['tool_id'], one_line=True)}")
+        for paragraph in r["description"].splitlines() or [""]:
+            typer.echo(textwrap.fill(clean(paragraph, one_line=True), width, initial_indent="  ",
+                                     subsequent_indent="  ", break_on_hyphens=False) or "  ")
+        params = _params(r["parameters"], types=True)
+        if params:
+            typer.echo(textwrap.fill(clean(params, one_line=True), width, initial_indent="  parameters: ",
+                                     subsequent_indent="    ", break_on_hyphens=False))
 
 
 def call(
-    name: Annotated[str, typer.Argument(help="The call name, as the model would send it.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The call name, as the model would send it.")],
     raw_args: Annotated[str | None, typer.Argument(metavar="RAW_ARGS",
                                                    help="The raw wire arguments text ('' , null, [1,2] …).")] = None,
     home: HomeOption = DEFAULT_HOME,
@@ -80,19 +128,21 @@ def call(
     loading: LoadingOption = None,
 ) -> None:
     """Run one call through the whole pipeline and print the AgentToolResult as JSON."""
-    rt = with_loading(_open(home, profile), loading)
+    from tooldeck.core.arguments import MISSING
+    from tooldeck.core.errors import TooldeckError
+
+    rt = open_runtime(home, profile, loading=loading)
     try:
-        inv = rt.invocation(provider=provider)
+        inv: Invocation = rt.invocation(provider=provider)
         wire: Any = MISSING if raw_args is None else raw_args
         [result] = inv.run([{"id": "cli_call_1", "name": name, "arguments": wire}])
     except TooldeckError as exc:
         usage_errors(exc)
-        return
     finally:
         rt.close()
-    sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    print_json(result.to_dict())
 
 
-def register(app: typer.Typer) -> None:
-    app.command("tools")(tools)
-    app.command("call")(call)
+tools_app = cli_app(tools)
+call_app = cli_app(call)
+

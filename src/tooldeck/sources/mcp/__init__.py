@@ -10,18 +10,52 @@ What a host or an integration needs, with no import from the modules behind it:
   result into a `ToolOutput` (`result_output`, `SaveTarget`), and a failure into a code, a cause and a
   next step (`classify` with `Evidence` and `Target` for a server, `classify_call` with `CallFacts` and
   `CallOutcome` for a call).
+
+Every name is imported on first use (PEP 562): importing this package, or `config` and `wiring`
+inside it, does not import the MCP SDK (about half a second), so a Runtime whose home configures no
+MCP server never pays for it.
 """
 
-from tooldeck.sources.mcp import errors
-from tooldeck.sources.mcp.call_outcome import CallFacts, CallOutcome, classify_call
-from tooldeck.sources.mcp.classify import classify
-from tooldeck.sources.mcp.config import McpConfig, Permission, ServerConfig, expand, load
-from tooldeck.sources.mcp.content import SaveTarget, result_output
-from tooldeck.sources.mcp.errors import McpConfigError
-from tooldeck.sources.mcp.evidence import Evidence
-from tooldeck.sources.mcp.failures import Failure, Target
-from tooldeck.sources.mcp.manager import McpManager
-from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
+import importlib
+import sys
+import types
+import typing
+
+if typing.TYPE_CHECKING:
+    from tooldeck.sources.mcp import errors
+    from tooldeck.sources.mcp.call_outcome import CallFacts, CallOutcome, classify_call
+    from tooldeck.sources.mcp.classify import classify
+    from tooldeck.sources.mcp.config import McpConfig, Permission, ServerConfig, expand, load
+    from tooldeck.sources.mcp.content import SaveTarget, result_output
+    from tooldeck.sources.mcp.errors import McpConfigError
+    from tooldeck.sources.mcp.evidence import Evidence
+    from tooldeck.sources.mcp.failures import Failure, Target
+    from tooldeck.sources.mcp.manager import McpManager
+    from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
+
+# public name -> the module that defines it (`errors` is the module itself)
+_EXPORTS = {
+    "CallFacts": "call_outcome",
+    "CallOutcome": "call_outcome",
+    "Evidence": "evidence",
+    "Failure": "failures",
+    "McpConfig": "config",
+    "McpConfigError": "errors",
+    "McpManager": "manager",
+    "Permission": "config",
+    "RefreshReport": "reports",
+    "SaveTarget": "content",
+    "ServerConfig": "config",
+    "ServerStatus": "reports",
+    "Target": "failures",
+    "ToolInfo": "reports",
+    "classify": "classify",
+    "classify_call": "call_outcome",
+    "errors": "errors",
+    "expand": "config",
+    "load": "config",
+    "result_output": "content",
+}
 
 __all__ = [
     "CallFacts",
@@ -45,3 +79,32 @@ __all__ = [
     "load",
     "result_output",
 ]
+
+
+def __getattr__(name: str) -> typing.Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    value = module if name == "errors" else getattr(module, name)
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """Keeps an exported name that is also a submodule's name (`classify`) bound to the export: the import
+    system binds a submodule to its package's attribute once the submodule has run, which would otherwise
+    replace the function `classify` with the module `classify` after the first import of the manager."""
+
+    def __setattr__(self, name: str, value: typing.Any) -> None:
+        if (isinstance(value, types.ModuleType) and name != "errors" and _EXPORTS.get(name) == name
+                and value.__name__ == f"{__name__}.{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
