@@ -119,8 +119,8 @@ def test_request_timeout(rt: Runtime, tmp_path: Path, debug_log: pytest.LogCaptu
     hung = call(rt.invocation(), "mcp__fx__hang", {"marker": str(marker)})
     assert _decided(debug_log) == ["request_timeout"]
     assert hung.error_code == errors.CALL_OUTCOME_UNKNOWN and "no answer came within 1 s" in hung.content
-    assert poll(marker.exists), "the server never saw the call cancelled"
-    assert marker.read_text() == "cancelled"
+    # the fixture creates the file, then writes it: wait for the text, not only the name
+    assert poll(lambda: marker.exists() and marker.read_text() == "cancelled"), "the server never saw the cancel"
 
 
 def test_outer_timeout(tmp_path: Path, debug_log: pytest.LogCaptureFixture) -> None:
