@@ -71,7 +71,7 @@ class CallHooks:
 
 def builtins(hooks: CallHooks) -> dict[str, Callable[..., Any]]:
     """The custom builtins of every shell call. Engines load lazily on first use."""
-    from tooldeck.shell import commands
+    from tooldeck.shell import chmod, commands
 
     def kept(result: Any) -> Any:
         # bashkit drops the output of the command it was running when the call is stopped: what a
@@ -100,7 +100,8 @@ def builtins(hooks: CallHooks) -> dict[str, Callable[..., Any]]:
         return await commands.sleep(ctx, hooks.budget)
 
     return {"python": python, "python3": python, "js": js, "node": js, "sleep": sleep,
-            "rm": lambda ctx: commands.rm(ctx, hooks.roots), "rmdir": lambda ctx: commands.rmdir(ctx, hooks.roots)}
+            "rm": lambda ctx: commands.rm(ctx, hooks.roots), "rmdir": lambda ctx: commands.rmdir(ctx, hooks.roots),
+            "chmod": lambda ctx: chmod.chmod(ctx, hooks.roots)}
 
 
 @dataclass(frozen=True, slots=True)
