@@ -187,8 +187,11 @@ class Sandbox:
         try:
             if req.workdir != "/":
                 if not _is_dir(bash, req.workdir):
-                    return self._done(FAILED, None, f"workdir `{req.workdir.lstrip('/')}` is not a folder in the "
-                                                    "workspace. Use `/` (the workspace root) or an existing folder "
+                    from tooldeck.workspace.names import shown
+
+                    where = shown(req.workdir.lstrip("/"))
+                    return self._done(FAILED, None, f"workdir `{where}` is not a folder in the workspace. "
+                                                    "Use `/` (the workspace root) or an existing folder "
                                                     "such as `output`.")
                 bash.execute_sync(f"cd -- {shlex.quote(req.workdir)}")
             if self.budget.stopped.is_set():
