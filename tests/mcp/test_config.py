@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp.errors import McpConfigError
@@ -106,6 +109,17 @@ def test_endpoint_identity_ignores_env_and_expansion() -> None:
     assert a.endpoint_key() == b.endpoint_key() != c.endpoint_key()
 
 
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(url=st.text(max_size=40) | st.text(max_size=30).map(lambda t: "http://" + t))
+def test_any_url_is_accepted_only_if_it_can_be_connected_to(url: str) -> None:
+    """Whatever the text, `url_problem` answers (never raises); an accepted URL has a scheme, a host and
+    a port the MCP SDK's HTTP client (httpx2) takes."""
+    problem = cfg.url_problem(url)
+    if problem is None:
+        parsed = httpx2.URL(url)
+        assert parsed.scheme in ("http", "https") and parsed.host
+
+
 @pytest.mark.parametrize(("files", "code", "needle"), [
     ({"mcp.json": "{not json"}, "mcp.config_unparsable", "line 1"),
     ({"mcp.json": json.dumps({"mcpServers": []})}, "mcp.config_invalid", "mcpServers"),
@@ -123,6 +137,14 @@ def test_endpoint_identity_ignores_env_and_expansion() -> None:
     ({"tooldeck.toml": "[mcp]\nconnect = 'sometimes'\n"}, "mcp.config_invalid", "mcp.connect"),
     ({"tooldeck.toml": "[mcp\n"}, "mcp.config_unparsable", "tooldeck.toml"),
     ({"tooldeck.toml": "[mcp.servers.x]\nurl = 'ftp://a'\n"}, "mcp.config_invalid", "mcp.servers.x.url"),
+    ({"tooldeck.toml": "[mcp.servers.x]\nurl = 'http://'\n"}, "mcp.config_invalid", "has no host"),
+    ({"tooldeck.toml": "[mcp.servers.x]\nurl = 'http://:8080/mcp'\n"}, "mcp.config_invalid", "has no host"),
+    ({"tooldeck.toml": "[mcp.servers.x]\nurl = 'http://a b/mcp'\n"}, "mcp.config_invalid", "whitespace"),
+    ({"tooldeck.toml": "[mcp.servers.x]\nurl = 'http://a:99999/mcp'\n"}, "mcp.config_invalid", "not a valid URL"),
+    ({"tooldeck.toml": "[mcp.servers.x]\nurl = 'http://[::1/mcp'\n"}, "mcp.config_invalid", "not a valid URL"),
+    ({"tooldeck.toml": "[mcp.servers.x]\nurl = 'http://a:0/mcp'\n"}, "mcp.config_invalid", "port 0"),
+    ({"mcp.json": json.dumps({"mcpServers": {"x": {"url": "https://a/\u0000"}}})}, "mcp.config_invalid",
+     "control character"),
 ])
 def test_bad_config_names_file_and_key(tmp_path: Path, files: dict[str, str], code: str, needle: str) -> None:
     for name, text in files.items():

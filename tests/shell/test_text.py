@@ -123,3 +123,15 @@ def test_any_file_name_and_content_gives_a_normal_result(roomy: Shell, name: str
     assert result.error_code in NORMAL_CODES, result.content
     assert result.content.count("\n") >= 1 and "start" in result.content, result.content
     result.content.encode("utf-8")  # valid text, whatever went in
+
+
+@pytest.mark.parametrize(("workdir", "shown"), [("output/\\u{DCFF}", "output/\\u{DCFF}"),
+                                                ("output/a\\u{202E}b", "output/a\\u{202E}b"),
+                                                ("output/tab\tx", "output/tab\\u{9}x")])
+def test_a_missing_workdir_is_shown_as_the_model_can_send_it_back(shell: Shell, workdir: str, shown: str) -> None:
+    """The workdir in the message uses the workspace's escapes (docs/workspace.md), never a raw
+    surrogate or U+FFFD."""
+    result = shell.call("pwd", workdir=workdir)
+    assert result.error_code == "workspace.shell_failed", result.content
+    assert f"workdir `{shown}` is not a folder in the" in result.content, result.content
+    result.content.encode("utf-8")

@@ -113,3 +113,35 @@ def test_any_file_name_round_trips_and_never_breaks_a_line(roomy: Model, name: b
     assert os.listdir(directory) == [name]
     for text in (listing.content, found.content, read.content.split("\n")[0]):  # the file's lines hold a tab
         assert clean(text), text
+
+
+def test_file_content_cannot_fake_search_result_lines(model: Model) -> None:
+    """A matching line holding a carriage return, a line separator, a bidi override or an escape sequence
+    was shown raw: `needle\\rfake/x.md:9: …` read as a second result. Those are escaped; a tab and the
+    zero-width joiner of an emoji stay as the file holds them."""
+    model.ok("write_file", path="output/a.md",
+             content="needle one\rfake/x.md:9: needle\u2028b\u202ec\x1b[31m\x85d\tt \U0001f468\u200d\U0001f469\n")
+    found = model.ok("search_files", pattern="needle")
+    assert found.content.splitlines()[1] == ("output/a.md:1: needle one\\u{D}fake/x.md:9: needle\\u{2028}b\\u{202E}c"
+                                             "\\u{1B}[31m\\u{85}d\tt \U0001f468\u200d\U0001f469")
+    assert len(found.content.splitlines()) == 2
+
+
+LINE_CHARS = st.characters(exclude_characters="\n")
+_FILES = itertools.count()
+
+
+@settings(derandomize=True, max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=st.text(LINE_CHARS, max_size=60))
+def test_no_content_line_splits_a_search_result(roomy: Model, line: str) -> None:
+    model = roomy
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return  # no UTF-8 file holds it (the gate refuses such text)
+    path = f"output/f{next(_FILES)}.md"
+    model.ok("write_file", path=path, content=f"zq{line}\n")
+    found = model.ok("search_files", pattern="zq", path=path)
+    assert len(found.content.splitlines()) == 2, found.content
+    assert not any(ch in found.content for ch in "\r\u2028\u2029\u202e\x85\x0b\x0c\x1c")

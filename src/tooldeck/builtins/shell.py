@@ -8,10 +8,12 @@ from typing import Any
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
+from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
 from tooldeck.shell import Layout, ShellLimits, ShellResult, ShellRun, Status
 from tooldeck.shell.limits import KIB
+from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import PathPolicy, parse_dir
 from tooldeck.workspace.store import MAX_FILE_BYTES
 
@@ -41,6 +43,12 @@ def vfs_workdir(raw: Any, policy: PathPolicy) -> str:
     if not rel:
         return "/"
     policy.check_visible(rel)
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:  # a byte that is not UTF-8 (`\u{DCxx}`): the sandbox sees UTF-8 names only
+        raise ToolCallError(SHELL_FAILED, f"Command failed.\nworkdir `{shown(rel)}` is not a folder in the shell: "
+                            "its name is not UTF-8, and the shell shows only UTF-8 names. Use `/` (the workspace "
+                            "root) or a folder whose name is UTF-8.") from None
     return "/" + rel
 
 

@@ -71,7 +71,7 @@ class CallHooks:
 
 def builtins(hooks: CallHooks) -> dict[str, Callable[..., Any]]:
     """The custom builtins of every shell call. Engines load lazily on first use."""
-    from tooldeck.shell import commands
+    from tooldeck.shell import chmod, commands
 
     def kept(result: Any) -> Any:
         # bashkit drops the output of the command it was running when the call is stopped: what a
@@ -100,7 +100,8 @@ def builtins(hooks: CallHooks) -> dict[str, Callable[..., Any]]:
         return await commands.sleep(ctx, hooks.budget)
 
     return {"python": python, "python3": python, "js": js, "node": js, "sleep": sleep,
-            "rm": lambda ctx: commands.rm(ctx, hooks.roots), "rmdir": lambda ctx: commands.rmdir(ctx, hooks.roots)}
+            "rm": lambda ctx: commands.rm(ctx, hooks.roots), "rmdir": lambda ctx: commands.rmdir(ctx, hooks.roots),
+            "chmod": lambda ctx: chmod.chmod(ctx, hooks.roots)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +187,11 @@ class Sandbox:
         try:
             if req.workdir != "/":
                 if not _is_dir(bash, req.workdir):
-                    return self._done(FAILED, None, f"workdir `{req.workdir.lstrip('/')}` is not a folder in the "
-                                                    "workspace. Use `/` (the workspace root) or an existing folder "
+                    from tooldeck.workspace.names import shown
+
+                    where = shown(req.workdir.lstrip("/"))
+                    return self._done(FAILED, None, f"workdir `{where}` is not a folder in the workspace. "
+                                                    "Use `/` (the workspace root) or an existing folder "
                                                     "such as `output`.")
                 bash.execute_sync(f"cd -- {shlex.quote(req.workdir)}")
             if self.budget.stopped.is_set():

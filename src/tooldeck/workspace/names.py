@@ -77,6 +77,20 @@ def visible(text: str) -> str:
     return "".join(_escape_char(ch) if unicodedata.category(ch) in ESCAPED_CATEGORIES else ch for ch in text)
 
 
+_BIDI: Final = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def shown_line(text: str) -> str:
+    """A line of a file's content in a search result: what could end the line or reorder it is escaped
+    (controls but the tab, line and paragraph separators, bidi controls), so no content can fake a
+    result line (`output/x.md:9: …` after a carriage return) or hide one; other format characters
+    (zero-width joiners of emoji, soft hyphens) stay, as the file holds them."""
+    if text.isprintable():
+        return text
+    return "".join(_escape_char(ch) if ch != "\t" and (unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs")
+                                                      or ch in _BIDI) else ch for ch in text)
+
+
 def decode(raw: str) -> str:
     """`raw` with every `\\u{HEX}` replaced by its character and every other backslash by `/`.
 

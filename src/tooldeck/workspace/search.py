@@ -19,7 +19,7 @@ from tooldeck.workspace import fs
 from tooldeck.workspace.errors import classify_os_error
 from tooldeck.workspace.grep import Pattern, Stop, Stopped, first_match, matching_lines
 from tooldeck.workspace.listing import not_found
-from tooldeck.workspace.names import shown, visible
+from tooldeck.workspace.names import shown, shown_line, visible
 from tooldeck.workspace.paths import PathPolicy
 from tooldeck.workspace.store import Location, WorkspaceStore, os_error
 
@@ -225,7 +225,7 @@ def render(result: SearchResult, pattern: Pattern) -> str:
         return f"No visible workspace files matched `{source}`{scope} ({counts}).{stop}"
     lines = [f"Found {total} matching line{'s' if total != 1 else ''} in {len(result.files)} "
              f"file{'s' if len(result.files) != 1 else ''}{scope} ({counts}).{stop}"]
-    lines.extend(f"{shown(p)}:{n}: {trim(text, pattern)}" for p, n, text in result.matches)
+    lines.extend(f"{shown(p)}:{n}: {shown_line(trim(text, pattern))}" for p, n, text in result.matches)
     if total > MAX_LISTED_LINES:
         lines.append(f"Showing the first {MAX_LISTED_LINES} of {total} matching lines (sorted by path and line). "
                      "Narrow the pattern or pass a `path` to see the rest.")

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -326,9 +327,36 @@ def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerC
                              f"{'`url`' if server.url else '`command`'}")
     if server.command is not None and not server.command.strip():
         raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.command` is empty")
-    if server.url is not None and not re.match(r"^https?://", server.url):
-        raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.url` must start with http:// or https://")
+    if server.url is not None:
+        problem = url_problem(server.url)
+        if problem is not None:
+            raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.url` {problem}")
     return server
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be an MCP server's address, or None: http(s), a host, a port in range, no
+    whitespace or control characters (a URL with them fails only at connect time, far from its cause)."""
+    if not re.match(r"^https?://", url, re.IGNORECASE):
+        return "must start with http:// or https://"
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "holds whitespace or a control character; percent-encode it (a space is %20)"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # a bad port, an unclosed IPv6 bracket
+        return f"is not a valid URL ({exc}); write it as http://host:port/path"
+    if not parts.hostname:
+        return "has no host; write it as http://host:port/path"
+    if port == 0:
+        return "has port 0; use the server's real port"
+    import httpx2  # the MCP SDK's HTTP client, which will connect to it (only configs with a URL get here)
+
+    try:
+        httpx2.URL(url)
+    except httpx2.InvalidURL as exc:  # a host name IDNA cannot encode, …
+        return f"is not a valid URL ({exc}); write it as http://host:port/path"
+    return None
 
 
 def _problems(exc: ValidationError, prefix: str) -> str:
