@@ -1,0 +1,49 @@
+"""Fixtures shared by every area: `make_runtime` builds real runtimes over this test's temp dir and closes
+every one it opened (runs, MCP sessions and their processes, the records file, the private loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+import tooldeck
+from tooldeck.builtins.registry import BuiltinTool
+from tooldeck.catalog.sources import ToolSource
+
+
+class MakeRuntime(Protocol):
+    def __call__(self, *, home: str | Path | None = None, profile: Mapping[str, Any] | tooldeck.Profile | None = None,
+                 records: bool = True, loading: str | None = None, builtins: Iterable[BuiltinTool] | None = None,
+                 sources: Iterable[ToolSource] = (), confirm: Any = None,
+                 **profile_keys: Any) -> tooldeck.Runtime: ...
+
+
+@pytest.fixture
+def make_runtime(tmp_path: Path) -> Iterator[MakeRuntime]:
+    """`make_runtime(...)` → a `tooldeck.Runtime` whose home is this test's temp dir (or `home`, a name under
+    it or a path). `profile` is a mapping or a Profile; `loading` and any other keyword are profile keys
+    merged into a mapping profile; no profile and no keys → the home's own profile file, as `Runtime` does.
+    `builtins=None` gives the default builtins; `records` is the SQLite recorder on or off."""
+    opened: list[tooldeck.Runtime] = []
+
+    def factory(*, home: str | Path | None = None, profile: Mapping[str, Any] | tooldeck.Profile | None = None,
+                records: bool = True, loading: str | None = None, builtins: Iterable[BuiltinTool] | None = None,
+                sources: Iterable[ToolSource] = (), confirm: Any = None, **profile_keys: Any) -> tooldeck.Runtime:
+        if loading is not None:
+            profile_keys["loading"] = loading
+        if profile_keys:
+            if isinstance(profile, tooldeck.Profile):
+                raise TypeError("give profile keys with a mapping profile, not a Profile")
+            profile = {**(profile or {}), **profile_keys}
+        where = tmp_path if home is None else tmp_path / home
+        rt = tooldeck.Runtime(where, profile=profile, records=records, builtins=builtins, sources=sources,
+                              confirm=confirm)
+        opened.append(rt)
+        return rt
+
+    yield factory
+    for rt in reversed(opened):
+        rt.close()
