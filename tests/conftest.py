@@ -3,15 +3,27 @@ every one it opened (runs, MCP sessions and their processes, the records file, t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import pytest
 
 import tooldeck
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import ToolSource
+
+REQUIRE_NODE = "TOOLDECK_REQUIRE_NODE"
+"""Set to 1 by `make test`: a test that needs Node.js/npm fails when they are missing instead of skipping."""
+
+
+def node_missing(reason: str) -> NoReturn:
+    """Skip a test that needs Node.js (or npm, or what they install) — or fail it under `make test`."""
+    if os.environ.get(REQUIRE_NODE) == "1":
+        pytest.fail(f"{reason}. `make test` runs the whole suite ({REQUIRE_NODE}=1), the Node tests included: "
+                    "install npm (Debian/Ubuntu: apt-get install -y npm) and run `make test` again.", pytrace=False)
+    pytest.skip(reason)
 
 
 class MakeRuntime(Protocol):
