@@ -11,7 +11,7 @@ TOOLDECK_HOME ?= .tooldeck
 BFCL := bfcl-eval==2026.3.23
 STEP := @printf '\n==> %s\n'
 
-.PHONY: run test bench lint install clean
+.PHONY: run test bench lint install node-tools clean
 
 $(BIN)/python:
 	$(STEP) "[1/4] creating the virtual environment $(VENV) ($(PYTHON))"
@@ -23,21 +23,26 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -e '.[test]'
 	$(STEP) "[3/4] installing $(BFCL), test data only (--no-deps)"
 	$(BIN)/pip install --no-deps '$(BFCL)'
-	$(STEP) "[4/4] installing the Node MCP servers and the conformance kit the tests drive (needs npm)"
-	@for script in scripts/install-node-tools scripts/install-conformance; do \
-		if [ -x $$script ]; then ./$$script || exit 1; fi; \
-	done
 	touch $(STAMP)
 	$(STEP) "installed: $(BIN)/tooldeck ($$($(BIN)/tooldeck --version))"
 
-install: $(STAMP)
+# Checked on every `make install` and `make test` (both scripts do nothing when up to date), so a deleted
+# .node/ or an npm installed later is noticed. Without npm or node the scripts stop and say what to install.
+node-tools:
+	$(STEP) "[4/4] installing the Node MCP servers and the conformance kit the tests drive (needs node and npm)"
+	./scripts/install-node-tools
+	./scripts/install-conformance
+
+install: $(STAMP) node-tools
 
 run: $(STAMP)
 	$(BIN)/tooldeck serve --home $(TOOLDECK_HOME)
 
-test: $(STAMP)
+# TOOLDECK_REQUIRE_NODE=1: a test that needs Node (server-everything, the conformance kit) fails instead of
+# skipping, so a green `make test` means the whole suite ran. Plain `pytest` may still skip them.
+test: $(STAMP) node-tools
 	$(BIN)/ruff check src tests bench
-	$(BIN)/python -m pytest
+	TOOLDECK_REQUIRE_NODE=1 $(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(STEP) "installing the benchmark peers ([bench] extra)"

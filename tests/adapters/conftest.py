@@ -4,13 +4,14 @@ with one extension tool beside the builtins, closed after each test."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tooldeck
+from tests.conftest import MakeRuntime as BaseMakeRuntime
 from tooldeck.records.reader import InvocationHistory
 from tooldeck.records.store import SqliteRecorder
 
@@ -31,19 +32,15 @@ def add_extension_tools(rt: tooldeck.Runtime) -> None:
 
 
 @pytest.fixture
-def make_runtime(tmp_path: Path) -> Iterator[MakeRuntime]:
-    opened: list[tooldeck.Runtime] = []
-
+def make_runtime(make_runtime: BaseMakeRuntime) -> MakeRuntime:
+    """The shared `make_runtime` (tests/conftest.py, which closes what it opens), with the weather tool added."""
     def factory(profile: dict[str, Any] | None = None, *, records: bool = True,
                 home: str = "home") -> tooldeck.Runtime:
-        rt = tooldeck.open(tmp_path / home, profile=profile or {}, records=records)
+        rt = make_runtime(home=home, profile=profile or {}, records=records)
         add_extension_tools(rt)
-        opened.append(rt)
         return rt
 
-    yield factory
-    for rt in opened:
-        rt.close()
+    return factory
 
 
 def history(rt: tooldeck.Runtime, invocation_id: str) -> InvocationHistory:

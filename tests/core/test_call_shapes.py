@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tooldeck
+from tests.conftest import MakeRuntime
 from tests.core.helpers import builtin
 from tooldeck.protocols import validate
 from tooldeck.records.replay import replay_all
@@ -23,11 +23,9 @@ def note(args: dict[str, Any], ctx: Any) -> str:
 
 
 @pytest.fixture
-def rt(tmp_path: Path) -> Any:
+def rt(make_runtime: MakeRuntime) -> Any:
     ran.clear()
-    runtime = tooldeck.Runtime(tmp_path, builtins=[builtin("note", note)], profile={"allow": ["builtin:*"]})
-    yield runtime
-    runtime.close()
+    return make_runtime(builtins=[builtin("note", note)], allow=["builtin:*"])
 
 
 def replays_valid(rt: Any, inv: Any) -> None:
@@ -92,13 +90,11 @@ def test_a_call_without_an_id_refuses_the_turn_after_recording_it(rt: Any, bad: 
     assert [r.content for r in inv.run([{"id": "c4", "name": "note"}])] == ["ran c4"]
 
 
-def test_without_records_a_call_without_an_id_still_raises_and_nothing_runs(tmp_path: Path) -> None:
+def test_without_records_a_call_without_an_id_still_raises_and_nothing_runs(make_runtime: MakeRuntime) -> None:
     ran.clear()
-    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("note", note)], profile={"allow": ["builtin:*"]},
-                          records=False)
+    rt = make_runtime(builtins=[builtin("note", note)], allow=["builtin:*"], records=False)
     for turn in ([{"name": "note"}], [{"id": "c1", "name": "note"}, {"id": ""}]):
         with pytest.raises(tooldeck.TooldeckError) as err:
             rt.invocation().run(turn)
         assert err.value.code == "model.invalid_tool_call"
     assert ran == []
-    rt.close()

@@ -11,9 +11,20 @@ def run(*args, home):
     return subprocess.run([*TOOLDECK, *args, "--home", str(home)], capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize(("raw", "code"), [('{"formula": "d20"}', None), ("[1,2]", "tool.invalid_arguments"),
-                                           ("", "tool.invalid_arguments"), ("null", "tool.invalid_arguments")])
-def test_call_prints_the_result_and_exits_zero_even_for_tool_errors(tmp_path, raw, code):
+MISSING_FORMULA = ("Invalid arguments for `dice_roll`: missing required field `formula` (string; Dice formula such "
+                   "as `3d6+4`.). Fix the arguments and call again.")
+
+
+@pytest.mark.parametrize(("raw", "code", "content"), [
+    ('{"formula": "d20"}', None, None),
+    # not an object: refused when decoded, before the schema is looked at
+    ("[1,2]", "tool.invalid_arguments",
+     "Arguments must be a JSON object; send `{}` when the call takes no arguments. Received: `[1,2]`"),
+    # empty and null mean "no arguments" (`{}`), which the schema then refuses
+    ("", "tool.invalid_arguments", MISSING_FORMULA),
+    ("null", "tool.invalid_arguments", MISSING_FORMULA),
+])
+def test_call_prints_the_result_and_exits_zero_even_for_tool_errors(tmp_path, raw, code, content):
     proc = run("call", "dice_roll", raw, home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -21,7 +32,12 @@ def test_call_prints_the_result_and_exits_zero_even_for_tool_errors(tmp_path, ra
     assert out["error_code"] == code
     assert out["tool_id"] == "builtin:dice.roll"
     if code:
-        assert "missing required field `formula`" in out["content"] or "JSON object" in out["content"]
+        assert out["content"] == content and out["is_error"] is True
+    else:
+        roll = out["structured"]
+        assert out["is_error"] is False and roll["formula"] == "1d20" and (roll["min"], roll["max"]) == (1, 20)
+        assert 1 <= roll["total"] <= 20 and roll["rolls"] == [roll["total"]]
+        assert out["content"] == f"Rolled 1d20: {roll['total']}."
 
 
 def test_unknown_tool_is_a_result_and_bad_usage_exits_two(tmp_path):

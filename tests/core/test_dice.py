@@ -2,7 +2,6 @@ import random
 
 import pytest
 
-import tooldeck
 from tooldeck.builtins.dice import parse_formula, render, roll
 from tooldeck.core.errors import ToolCallError
 
@@ -42,8 +41,8 @@ def test_roll_returns_structured_result():
     assert s["min"] == 100 - 1_000_000 and s["max"] == 100 * 1_000_000 - 1_000_000
 
 
-def test_dice_through_the_pipeline(tmp_path):
-    inv = tooldeck.open(tmp_path).invocation()
+def test_dice_through_the_pipeline(make_runtime):
+    inv = make_runtime().invocation()
     r1, r2 = inv.run([{"id": "1", "name": "dice_roll", "arguments": '{"formula": " 2d6+1 "}'},
                       {"id": "2", "name": "dice_roll", "arguments": {"formula": "1d6 +1"}}])
     assert r1.tool_id == "builtin:dice.roll" and r1.content.startswith("Rolled 2d6+1: ")

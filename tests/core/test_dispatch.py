@@ -1,35 +1,70 @@
 import asyncio
 import threading
-import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 import tooldeck
+from tests.conftest import MakeRuntime
 from tests.core.helpers import builtin
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.results import ToolOutput
 
-LOG: list[tuple[str, str, float]] = []
+WAIT_S = 20.0
+"""A generous deadline for an event the test waits for (a loaded machine is slow, never this slow)."""
 
 
-async def slow_safe(args, ctx):
-    LOG.append(("start", ctx.call_id, time.monotonic()))
-    await asyncio.sleep(0.2)
-    LOG.append(("end", ctx.call_id, time.monotonic()))
-    return ToolOutput(f"done {ctx.call_id}")
+class InFlight:
+    """Counts the calls running at once; `wait_for(n)` holds a call until `n` calls have been in flight together
+    (or fails after WAIT_S), so a test sees concurrency happen instead of timing it."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+        self.log: list[tuple[str, str]] = []
+
+    def enter(self, call_id: str) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        self.log.append(("start", call_id))
+
+    def leave(self, call_id: str) -> None:
+        self.now -= 1
+        self.log.append(("end", call_id))
+
+    async def wait_for(self, n: int) -> None:
+        async with asyncio.timeout(WAIT_S):
+            while self.peak < n:
+                await asyncio.sleep(0.001)
 
 
-def runtime(tmp_path, **profile):
-    tools = [
-        builtin("safe.sleep", slow_safe, safe=True),
-        builtin("mutate.sleep", slow_safe, mutating=True),
+def tools(flight: InFlight, together: int = 1) -> list[Any]:
+    async def held(args, ctx):
+        flight.enter(ctx.call_id)
+        await flight.wait_for(together)
+        await asyncio.sleep(0.01)  # let any call that could overlap this one start
+        flight.leave(ctx.call_id)
+        return ToolOutput(f"done {ctx.call_id}")
+
+    return [
+        builtin("safe.sleep", held, safe=True),
+        builtin("mutate.sleep", held, mutating=True),
         builtin("boom", lambda a, c: 1 / 0),
         builtin("refuse", lambda a, c: (_ for _ in ()).throw(ToolCallError("demo.bad", "Fix it like this."))),
         builtin("hang", hang, mutating=True),
         builtin("hang.ro", hang, safe=True),
-        builtin("thread.block", lambda a, c: (time.sleep(0.2), threading.current_thread().name)[1], blocking=True,
-                safe=True),
         builtin("inline", lambda a, c: threading.current_thread().name),
     ]
-    return tooldeck.Runtime(tmp_path, builtins=tools, profile={"allow": ["builtin:*"], **profile})
+
+
+@pytest.fixture
+def runtime(make_runtime: MakeRuntime) -> Callable[..., tooldeck.Runtime]:
+    """`runtime(flight=None, together=1, **profile_keys)`: the dispatch test tools over a real runtime."""
+    def build(flight: InFlight | None = None, together: int = 1, **profile: Any) -> tooldeck.Runtime:
+        return make_runtime(builtins=tools(flight or InFlight(), together), allow=["builtin:*"], **profile)
+
+    return build
 
 
 async def hang(args, ctx):
@@ -40,34 +75,36 @@ def calls(*names):
     return [{"id": f"c{i}", "name": n, "arguments": {}} for i, n in enumerate(names)]
 
 
-def test_concurrency_safe_calls_run_together_and_results_keep_call_order(tmp_path):
-    inv = runtime(tmp_path).invocation()
-    start = time.monotonic()
-    results = inv.run(calls(*["safe_sleep"] * 5))
-    elapsed = time.monotonic() - start
-    assert elapsed < 0.6, elapsed
+def test_concurrency_safe_calls_run_together_and_results_keep_call_order(runtime):
+    flight = InFlight()
+    inv = runtime(flight, together=5).invocation()
+    results = inv.run(calls(*["safe_sleep"] * 5))  # each call waits until all five are in flight
     assert [r.content for r in results] == [f"done c{i}" for i in range(5)]
+    assert flight.peak == 5
 
 
-def test_a_mutating_call_between_safe_calls_is_not_overlapped(tmp_path):
-    LOG.clear()
-    inv = runtime(tmp_path).invocation()
+def test_a_mutating_call_between_safe_calls_is_not_overlapped(runtime):
+    flight = InFlight()
+    inv = runtime(flight, together=1).invocation()
     results = inv.run(calls("safe_sleep", "safe_sleep", "mutate_sleep", "safe_sleep", "safe_sleep"))
     assert [r.call_id for r in results] == [f"c{i}" for i in range(5)]
-    times = {(kind, cid): t for kind, cid, t in LOG}
-    assert times[("start", "c2")] >= max(times[("end", "c0")], times[("end", "c1")])
-    assert times[("end", "c2")] <= min(times[("start", "c3")], times[("start", "c4")])
+    assert [r.content for r in results] == [f"done c{i}" for i in range(5)]
+    order = flight.log.index
+    assert order(("start", "c2")) > max(order(("end", "c0")), order(("end", "c1")))
+    assert order(("end", "c2")) < min(order(("start", "c3")), order(("start", "c4")))
+    assert flight.peak == 2  # the safe calls on either side did overlap
 
 
-def test_concurrency_cap_is_respected(tmp_path):
-    inv = runtime(tmp_path, max_concurrency=2).invocation()
-    start = time.monotonic()
-    inv.run(calls(*["safe_sleep"] * 4))
-    assert time.monotonic() - start >= 0.39
+def test_concurrency_cap_is_respected(runtime):
+    flight = InFlight()
+    inv = runtime(flight, together=2, max_concurrency=2).invocation()
+    results = inv.run(calls(*["safe_sleep"] * 4))
+    assert [r.content for r in results] == [f"done c{i}" for i in range(4)]
+    assert flight.peak == 2
 
 
-def test_exceptions_become_results_and_never_kill_the_batch(tmp_path):
-    inv = runtime(tmp_path).invocation()
+def test_exceptions_become_results_and_never_kill_the_batch(runtime):
+    inv = runtime().invocation()
     r1, r2, r3 = inv.run(calls("boom", "refuse", "safe_sleep"))
     assert r1.is_error and r1.error_code == "tool.execution_failed"
     assert "ZeroDivisionError" in r1.content
@@ -75,25 +112,33 @@ def test_exceptions_become_results_and_never_kill_the_batch(tmp_path):
     assert r3.content == "done c2"
 
 
-def test_timeouts_say_whether_the_tool_may_have_executed(tmp_path):
-    inv = runtime(tmp_path, tool_timeout_s=0.2).invocation()
+def test_timeouts_say_whether_the_tool_may_have_executed(runtime):
+    inv = runtime(tool_timeout_s=0.2).invocation()
     r1, r2 = inv.run(calls("hang", "hang_ro"))
     assert r1.error_code == r2.error_code == "tool.timeout"
     assert "may have executed" in r1.content
     assert "may have executed" not in r2.content
 
 
-def test_blocking_sync_tools_run_on_worker_threads_and_inline_tools_on_the_loop(tmp_path):
-    inv = runtime(tmp_path).invocation()
-    start = time.monotonic()
-    results = inv.run(calls("thread_block", "thread_block", "thread_block", "inline"))
-    assert time.monotonic() - start < 0.5
+def test_blocking_sync_tools_run_on_worker_threads_and_inline_tools_on_the_loop(make_runtime):
+    together = threading.Barrier(3, timeout=WAIT_S)  # passes only when three calls block at once
+
+    def block(args, ctx):
+        together.wait()
+        return threading.current_thread().name
+
+    rt = make_runtime(builtins=[builtin("thread.block", block, blocking=True, safe=True),
+                                builtin("inline", lambda a, c: threading.current_thread().name)],
+                      allow=["builtin:*"])
+    results = rt.invocation().run(calls("thread_block", "thread_block", "thread_block", "inline"))
+    assert not any(r.is_error for r in results), [r.content for r in results]
     assert all(r.content != threading.current_thread().name for r in results[:3])
+    assert len({r.content for r in results[:3]}) == 3  # three worker threads
     assert results[3].content == threading.current_thread().name
 
 
-async def test_sync_facade_refuses_inside_a_running_loop(tmp_path):
-    inv = runtime(tmp_path).invocation()
+async def test_sync_facade_refuses_inside_a_running_loop(runtime):
+    inv = runtime().invocation()
     try:
         inv.run(calls("inline"))
     except tooldeck.TooldeckError as exc:
@@ -104,16 +149,13 @@ async def test_sync_facade_refuses_inside_a_running_loop(tmp_path):
     assert not r.is_error
 
 
-def test_host_faults_propagate_but_extension_os_errors_are_results(tmp_path):
+def test_host_faults_propagate_but_extension_os_errors_are_results(make_runtime):
     import errno
-
-    import pytest
 
     def disk_fails(args, ctx):
         raise OSError(errno.EIO, "Input/output error")
 
-    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("disk.read", disk_fails)],
-                          profile={"allow": ["builtin:*", "extension/*"]})
+    rt = make_runtime(builtins=[builtin("disk.read", disk_fails)], allow=["builtin:*", "extension/*"])
 
     @rt.tool(extension_id="ext")
     def fetch() -> str:
@@ -127,7 +169,7 @@ def test_host_faults_propagate_but_extension_os_errors_are_results(tmp_path):
         inv.run(calls("disk_read"))
 
 
-def test_the_cap_counts_suspended_calls_while_calls_that_finish_at_once_pass_through(tmp_path):
+def test_the_cap_counts_suspended_calls_while_calls_that_finish_at_once_pass_through(make_runtime):
     in_flight = {"now": 0, "peak": 0}
 
     async def counted(args, ctx):
@@ -137,9 +179,9 @@ def test_the_cap_counts_suspended_calls_while_calls_that_finish_at_once_pass_thr
         in_flight["now"] -= 1
         return ToolOutput(f"slept {ctx.call_id}")
 
-    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("count.sleep", counted, safe=True),
-                                              builtin("quick", lambda a, c: f"quick {c.call_id}", safe=True)],
-                          profile={"allow": ["builtin:*"], "max_concurrency": 2})
+    rt = make_runtime(builtins=[builtin("count.sleep", counted, safe=True),
+                                builtin("quick", lambda a, c: f"quick {c.call_id}", safe=True)],
+                      allow=["builtin:*"], max_concurrency=2)
     names = ["count_sleep", "quick", "count_sleep", "count_sleep", "quick", "count_sleep", "count_sleep"]
     results = rt.invocation().run(calls(*names))
     assert in_flight["peak"] == 2
@@ -147,9 +189,7 @@ def test_the_cap_counts_suspended_calls_while_calls_that_finish_at_once_pass_thr
                                             for i, n in enumerate(names)]
 
 
-def test_a_host_fault_in_a_group_closes_the_calls_already_suspended(tmp_path):
-    import pytest
-
+def test_a_host_fault_in_a_group_closes_the_calls_already_suspended(make_runtime):
     from tooldeck.core.errors import HostFault
 
     closed: list[str] = []
@@ -164,15 +204,15 @@ def test_a_host_fault_in_a_group_closes_the_calls_already_suspended(tmp_path):
     def fault(args, ctx):
         raise HostFault("host.disk_gone", "the workspace disk is gone")
 
-    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("wait", waits, safe=True), builtin("fault", fault, safe=True)],
-                          profile={"allow": ["builtin:*"]})
+    rt = make_runtime(builtins=[builtin("wait", waits, safe=True), builtin("fault", fault, safe=True)],
+                      allow=["builtin:*"])
     with pytest.raises(HostFault):
         rt.invocation().run(calls("wait", "wait", "fault"))
     assert closed == ["c0", "c1"]
 
 
-def test_extension_functions_get_keywords_a_context_when_asked_and_sync_ones_a_worker_thread(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, builtins=[], records=False, profile={"allow": ["extension/*"]})
+def test_extension_functions_get_keywords_a_context_when_asked_and_sync_ones_a_worker_thread(make_runtime):
+    rt = make_runtime(builtins=[], records=False, allow=["extension/*"])
 
     @rt.tool(extension_id="ext")
     def where(tag: str) -> str:
@@ -191,24 +231,23 @@ def test_extension_functions_get_keywords_a_context_when_asked_and_sync_ones_a_w
     assert second.content == "y is b #1 of ['where', 'who']"
 
 
-def test_effects_reach_the_invocation_on_the_single_call_path_and_the_batch_path(tmp_path):
+def test_effects_reach_the_invocation_on_the_single_call_path_and_the_batch_path(make_runtime):
     from tooldeck.core.results import ToolEffect
 
     def noted(args, ctx):
         return ToolOutput("noted", effects=[ToolEffect("note", {"call": ctx.call_id})])
 
     for records in (False, True):
-        rt = tooldeck.Runtime(tmp_path / str(records), builtins=[builtin("note", noted)], records=records,
-                              profile={"allow": ["builtin:*"]})
+        rt = make_runtime(home=str(records), builtins=[builtin("note", noted)], records=records,
+                          allow=["builtin:*"])
         inv = rt.invocation()
         inv.run(calls("note"))
         inv.run([{"id": "x", "name": "note"}, {"id": "y", "name": "note"}])
         assert [(cid, e.data["call"]) for cid, e in inv.effects] == [("c0", "c0"), ("x", "x"), ("y", "y")]
-        rt.close()
 
 
-def test_a_turn_may_be_any_iterable_of_calls(tmp_path):
-    inv = runtime(tmp_path).invocation()
+def test_a_turn_may_be_any_iterable_of_calls(runtime):
+    inv = runtime().invocation()
     one = inv.run(c for c in calls("inline"))  # type: ignore[arg-type]
     two = inv.run(tuple(calls("inline", "inline")))  # type: ignore[arg-type]
     assert [r.call_id for r in one + two] == ["c0", "c0", "c1"] and not any(r.is_error for r in one + two)

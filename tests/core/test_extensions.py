@@ -14,8 +14,8 @@ class Point(pydantic.BaseModel):
     y: int
 
 
-def test_schema_from_type_hints_and_docstring(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, builtins=[])
+def test_schema_from_type_hints_and_docstring(make_runtime):
+    rt = make_runtime(builtins=[])
 
     @rt.tool(extension_id="geo")
     def move(p: Point, dx: int = 0, unit: Literal["m", "km"] = "m") -> dict:
@@ -39,9 +39,9 @@ def test_schema_from_type_hints_and_docstring(tmp_path):
     assert r.content == '{"x":4,"y":2,"unit":"m"}'
 
 
-def test_colliding_extension_names_never_replace_builtins(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("workspace.write_file", lambda a, c: ToolOutput("builtin"))],
-                          profile={"allow": ["builtin:*", "extension/*"]})
+def test_colliding_extension_names_never_replace_builtins(make_runtime):
+    rt = make_runtime(builtins=[builtin("workspace.write_file", lambda a, c: ToolOutput("builtin"))],
+                      allow=["builtin:*", "extension/*"])
     rt.extensions.register(lambda: "a", "ext-a", "inspect", description="A")
     rt.extensions.register(lambda: "b", "ext-b", "inspect", description="B")
     rt.extensions.register(lambda: "ext", "ext-c", "workspace_write_file", description="C")
@@ -60,8 +60,8 @@ def test_colliding_extension_names_never_replace_builtins(tmp_path):
     assert [r.tool_id for r in results] == [names[n] for n in order]
 
 
-def test_unregistered_or_disabled_since_the_snapshot_is_unavailable_and_nothing_runs(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, builtins=[])
+def test_unregistered_or_disabled_since_the_snapshot_is_unavailable_and_nothing_runs(make_runtime):
+    rt = make_runtime(builtins=[])
     ran = []
     tid = rt.extensions.register(lambda: ran.append(1) or "ok", "ext", "act", description="Act.")
     inv = rt.invocation()
@@ -76,8 +76,8 @@ def test_unregistered_or_disabled_since_the_snapshot_is_unavailable_and_nothing_
     assert "act" not in rt.invocation().call_names()
 
 
-def test_scenes_enable_and_explicit_schema(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, builtins=[])
+def test_scenes_enable_and_explicit_schema(make_runtime):
+    rt = make_runtime(builtins=[])
 
     @rt.tool(extension_id="ext", scenes=["session"],
              input_schema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
@@ -91,8 +91,8 @@ def test_scenes_enable_and_explicit_schema(tmp_path):
     assert inv.run([{"id": "1", "name": "search", "arguments": {"q": "x"}}])[0].content == "found x"
 
 
-def test_registration_errors(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, builtins=[])
+def test_registration_errors(make_runtime):
+    rt = make_runtime(builtins=[])
     rt.extensions.register(lambda: 1, "ext", "one", description="One.")
     with pytest.raises(tooldeck.TooldeckError) as err:
         rt.extensions.register(lambda: 1, "ext", "one", description="One.")
@@ -107,8 +107,8 @@ def test_registration_errors(tmp_path):
 
 
 @pytest.mark.parametrize("records", [False, True])
-def test_plain_return_values_become_text_the_same_way_on_every_path(tmp_path, records):
-    rt = tooldeck.Runtime(tmp_path, builtins=[], records=records, profile={"allow": ["extension/*"]})
+def test_plain_return_values_become_text_the_same_way_on_every_path(make_runtime, records):
+    rt = make_runtime(builtins=[], records=records, allow=["extension/*"])
 
     @rt.tool(extension_id="vals")
     def value(kind: str) -> object:
@@ -130,4 +130,3 @@ def test_plain_return_values_become_text_the_same_way_on_every_path(tmp_path, re
         assert got["list"] == ('[1,"a"]', [1, "a"], False)
         content, structured, is_error = got["huge"]
         assert not is_error and structured == 10**5000 and "too long to show" in content
-    rt.close()

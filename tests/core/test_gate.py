@@ -1,8 +1,10 @@
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import tooldeck
+from tests.conftest import MakeRuntime
 from tests.core.helpers import builtin, static_source
 from tooldeck.core.results import ToolOutput
 
@@ -15,11 +17,15 @@ def ok(args, ctx):
     return ToolOutput(f"ran {ctx.call_name} {args}")
 
 
-def runtime(tmp_path: Path, **profile) -> tooldeck.Runtime:
-    tools = [builtin("echo.it", ok, ECHO_SCHEMA), builtin("search", ok), builtin("other.tool", ok)]
-    mcp = static_source("mcp", [("mcp/x:search", ok)])
-    return tooldeck.Runtime(tmp_path, builtins=tools, sources=[mcp],
-                            profile={"allow": ["builtin:*", "mcp/*"], **profile})
+@pytest.fixture
+def runtime(make_runtime: MakeRuntime) -> Callable[..., tooldeck.Runtime]:
+    """`runtime(**profile_keys)`: three builtins and an MCP tool also named `search`."""
+    def build(**profile: Any) -> tooldeck.Runtime:
+        tools = [builtin("echo.it", ok, ECHO_SCHEMA), builtin("search", ok), builtin("other.tool", ok)]
+        mcp = static_source("mcp", [("mcp/x:search", ok)])
+        return make_runtime(builtins=tools, sources=[mcp], allow=["builtin:*", "mcp/*"], **profile)
+
+    return build
 
 
 def call(i, name, args=None):
@@ -29,8 +35,8 @@ def call(i, name, args=None):
     return c
 
 
-def test_unknown_invalid_and_valid_calls_each_charge_the_budget(tmp_path):
-    inv = runtime(tmp_path, max_calls_per_invocation=3).invocation()
+def test_unknown_invalid_and_valid_calls_each_charge_the_budget(runtime):
+    inv = runtime(max_calls_per_invocation=3).invocation()
     results = inv.run([call(1, "nope"), call(2, "echo_it", "[1"), call(3, "echo_it", '{"n": 1}'),
                        call(4, "echo_it", '{"n": 2}')])
     assert [r.error_code for r in results] == [
@@ -40,8 +46,8 @@ def test_unknown_invalid_and_valid_calls_each_charge_the_budget(tmp_path):
     assert inv.gate.budget.total == 3
 
 
-def test_unknown_tool_lists_names_and_suggests_the_closest(tmp_path):
-    inv = runtime(tmp_path).invocation()
+def test_unknown_tool_lists_names_and_suggests_the_closest(runtime):
+    inv = runtime().invocation()
     [r] = inv.run([call(1, "echo.it")])
     assert r.error_code == "tool.unknown_tool" and r.is_error and r.tool_id is None
     assert "Did you mean `echo_it`?" in r.content
@@ -51,8 +57,8 @@ def test_unknown_tool_lists_names_and_suggests_the_closest(tmp_path):
     assert "Did you mean `echo_it`?" in r.content
 
 
-def test_budget_is_keyed_by_tool_id_so_builtin_and_mcp_search_count_separately(tmp_path):
-    inv = runtime(tmp_path, max_calls_per_tool={"builtin:search": 1, "mcp/x:search": 1}).invocation()
+def test_budget_is_keyed_by_tool_id_so_builtin_and_mcp_search_count_separately(runtime):
+    inv = runtime(max_calls_per_tool={"builtin:search": 1, "mcp/x:search": 1}).invocation()
     names = inv.call_names()
     mcp_name = next(n for n, tid in names.items() if tid == "mcp/x:search")
     assert mcp_name != "search"
@@ -62,8 +68,8 @@ def test_budget_is_keyed_by_tool_id_so_builtin_and_mcp_search_count_separately(t
     assert results[3].tool_id == "mcp/x:search"
 
 
-def test_validation_names_each_missing_or_wrong_field(tmp_path):
-    inv = runtime(tmp_path).invocation()
+def test_validation_names_each_missing_or_wrong_field(runtime):
+    inv = runtime().invocation()
     [r] = inv.run([call(1, "echo_it", {"mode": "c", "zzz": 1})])
     assert r.error_code == "tool.invalid_arguments"
     assert "missing required field `n` (integer; A count.)" in r.content
@@ -73,8 +79,8 @@ def test_validation_names_each_missing_or_wrong_field(tmp_path):
     assert "`n`" in r.content and "integer" in r.content
 
 
-def test_permissions_deny_and_ask(tmp_path):
-    rt = runtime(tmp_path, permissions={"builtin:other.tool": "deny", "builtin:echo.*": "ask"})
+def test_permissions_deny_and_ask(runtime):
+    rt = runtime(permissions={"builtin:other.tool": "deny", "builtin:echo.*": "ask"})
     inv = rt.invocation()
     r1, r2 = inv.run([call(1, "other_tool"), call(2, "echo_it", {"n": 1})])
     assert r1.error_code == "tool.permission_denied" and "not permitted" in r1.content
@@ -92,17 +98,17 @@ def test_permissions_deny_and_ask(tmp_path):
     assert asked == [("builtin:echo.it", {"n": 1}), ("builtin:echo.it", {"n": 2})]
 
 
-async def test_async_confirmation_callback(tmp_path):
+async def test_async_confirmation_callback(runtime):
     async def confirm(req):
         return True
 
-    inv = runtime(tmp_path, permissions={"*": "ask"}).invocation(confirm=confirm)
+    inv = runtime(permissions={"*": "ask"}).invocation(confirm=confirm)
     [r] = await inv.arun([call(1, "search")])
     assert r.error_code is None
 
 
-def test_tool_choice_rules(tmp_path):
-    inv = runtime(tmp_path).invocation()
+def test_tool_choice_rules(runtime):
+    inv = runtime().invocation()
     [r] = inv.run([call(1, "search")], tool_choice="none")
     assert r.error_code == "tool.choice_violation"
     r1, r2 = inv.run([call(2, "search"), call(3, "other_tool")], tool_choice={"tool": "builtin:search"})
@@ -112,10 +118,41 @@ def test_tool_choice_rules(tmp_path):
     assert r.error_code is None
 
 
-def test_availability_condition_and_scene_hide_the_tool_and_calls_are_unknown(tmp_path):
+@pytest.mark.parametrize("choice", [{"tool": "builtin:search"}, {"name": "search"}, "none"])
+def test_invalid_arguments_are_named_before_the_tool_choice_refuses_the_call(runtime, choice):
+    """The gate's order: schema validation (step 4) before tool choice (step 5). A wrong-tool call with bad
+    arguments is told about its arguments, whichever way the arguments arrive."""
+    inv = runtime().invocation()
+    results = inv.run([call(1, "echo_it", {"n": "three"}), call(2, "echo_it", '{"mode": "a"}'),
+                       call(3, "echo_it", "[1"), call(4, "echo_it", {"n": 3})], tool_choice=choice)
+    assert [r.error_code for r in results] == ["tool.invalid_arguments"] * 3 + ["tool.choice_violation"]
+    assert results[0].content.startswith("Invalid arguments for `echo_it`: ") and "`n`" in results[0].content
+    assert "missing required field `n`" in results[1].content
+    assert all(r.tool_id == "builtin:echo.it" for r in results)
+
+
+@pytest.mark.parametrize("choice", [{"tool": "builtin:search"}, "none"])
+def test_an_ask_tool_that_breaks_the_tool_choice_is_refused_without_asking_anyone(runtime, choice):
+    asked: list[str] = []
+
+    def confirm(req):
+        asked.append(req.tool_id)
+        return True
+
+    inv = runtime(permissions={"builtin:echo.*": "ask"}).invocation(confirm=confirm)
+    [r] = inv.run([call(1, "echo_it", {"n": 1})], tool_choice=choice)
+    assert r.error_code == "tool.choice_violation" and r.tool_id == "builtin:echo.it"
+    assert asked == []
+    # The same call under a choice that allows it is asked about (the callback is wired, and says yes).
+    [r] = inv.run([call(2, "echo_it", {"n": 1})], tool_choice={"tool": "builtin:echo.it"})
+    assert r.error_code is None and r.content == "ran echo_it {'n': 1}"
+    assert asked == ["builtin:echo.it"]
+
+
+def test_availability_condition_and_scene_hide_the_tool_and_calls_are_unknown(make_runtime):
     tools = [builtin("chat.only", ok, scenes=["chat"]),
              builtin("interactive", ok, available=lambda ctx: not ctx.headless)]
-    rt = tooldeck.Runtime(tmp_path, builtins=tools, profile={"allow": ["builtin:*"]})
+    rt = make_runtime(builtins=tools, allow=["builtin:*"])
     assert set(rt.invocation(scene="chat").call_names()) == {"chat_only", "interactive"}
     session = rt.invocation(scene="session", headless=True)
     assert session.call_names() == {}
@@ -123,8 +160,8 @@ def test_availability_condition_and_scene_hide_the_tool_and_calls_are_unknown(tm
     assert r.error_code == "tool.unknown_tool"
 
 
-def test_a_call_without_an_id_refuses_its_turn_runs_nothing_and_is_recorded(tmp_path):
-    rt = runtime(tmp_path)
+def test_a_call_without_an_id_refuses_its_turn_runs_nothing_and_is_recorded(runtime):
+    rt = runtime()
     inv = rt.invocation()
     with pytest.raises(tooldeck.TooldeckError) as err:
         inv.run([call(1, "search"), {"name": "search"}])

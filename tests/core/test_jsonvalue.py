@@ -160,18 +160,17 @@ def test_damaged_tokens_read_back_as_an_opaque_value_not_an_exception() -> None:
         assert type(back.value).__name__ == "Opaque" and back.value.type_name == "unreadable record"
 
 
-def test_the_gate_inline_paths_agree_with_tool_arguments(tmp_path: Any) -> None:
+def test_the_gate_inline_paths_agree_with_tool_arguments(make_runtime: Any) -> None:
     """Differential: what `Gate.check` decides inline (orjson on a str, one orjson.dumps on a dict) is what
     the general path (`ToolArguments.decode`) decides, for a tool whose schema takes any object."""
-    import tooldeck
     from tests.core.helpers import builtin
     from tests.core.strategies import ARGUMENTS
     from tests.core.strategies import MISSING as LEFT_OUT
     from tooldeck.core.arguments import MISSING
     from tooldeck.gate import Admitted
 
-    rt = tooldeck.Runtime(tmp_path, builtins=[builtin("echo", lambda a, c: "ok", {"type": "object"})],
-                          profile={"allow": ["builtin:*"]}, records=False)
+    rt = make_runtime(builtins=[builtin("echo", lambda a, c: "ok", {"type": "object"})], allow=["builtin:*"],
+                      records=False)
     gate = rt.invocation().gate
 
     @SETTINGS
@@ -189,7 +188,6 @@ def test_the_gate_inline_paths_agree_with_tool_arguments(tmp_path: Any) -> None:
                                                                        args.invalid_message("echo"))
 
     agree()
-    rt.close()
 
 
 @pytest.mark.parametrize("where", [0, 500, 999])

@@ -48,9 +48,9 @@ def test_unreadable_and_unparsable_files(tmp_path):
     assert err.value.code == "profile.unparsable"
 
 
-def test_allow_order_deny_and_description_overrides(tmp_path):
+def test_allow_order_deny_and_description_overrides(make_runtime):
     tools = [builtin(n, lambda a, c: ToolOutput("x"), SCHEMA) for n in ("b.tool", "a.tool", "c.tool")]
-    rt = tooldeck.Runtime(tmp_path, builtins=tools, profile={
+    rt = make_runtime(builtins=tools, profile={
         "allow": ["builtin:c.tool", "builtin:*"], "deny": ["builtin:a.*"],
         "descriptions": {"builtin:b.tool": {"description": "New text.", "properties": {"q": "new"}}}})
     inv = rt.invocation()
@@ -60,9 +60,9 @@ def test_allow_order_deny_and_description_overrides(tmp_path):
     assert b["parameters"]["properties"]["q"] == {"type": "string", "description": "new"}
 
 
-def test_override_of_an_unknown_property_is_an_error(tmp_path):
+def test_override_of_an_unknown_property_is_an_error(make_runtime):
     tools = [builtin("b.tool", lambda a, c: ToolOutput("x"), SCHEMA)]
-    rt = tooldeck.Runtime(tmp_path, builtins=tools, profile={
+    rt = make_runtime(builtins=tools, profile={
         "allow": ["builtin:*"], "descriptions": {"builtin:b.tool": {"properties": {"nope": "x"}}}})
     with pytest.raises(ProfileError) as err:
         rt.invocation()
@@ -71,10 +71,11 @@ def test_override_of_an_unknown_property_is_an_error(tmp_path):
 
 def test_home_profile_file_is_used(tmp_path):
     (tmp_path / "profile.toml").write_text('allow = ["builtin:dice.roll"]\n')
-    assert tooldeck.open(tmp_path).invocation().call_names() == {"dice_roll": "builtin:dice.roll"}
+    with tooldeck.open(tmp_path) as rt:
+        assert rt.invocation().call_names() == {"dice_roll": "builtin:dice.roll"}
 
 
-def test_missing_tools_become_diagnostics_not_failures(tmp_path):
-    inv = tooldeck.open(tmp_path, profile={"allow": ["builtin:dice.roll", "extension/nope:x"]}).invocation()
+def test_missing_tools_become_diagnostics_not_failures(make_runtime):
+    inv = make_runtime(allow=["builtin:dice.roll", "extension/nope:x"]).invocation()
     assert [d.tool_id for d in inv.diagnostics] == ["extension/nope:x"]
     assert inv.call_names() == {"dice_roll": "builtin:dice.roll"}

@@ -6,12 +6,11 @@ replays them into every provider format."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import tooldeck
+from tests.conftest import MakeRuntime
 from tooldeck.protocols import validate
 from tooldeck.records.replay import replay_all
 
@@ -31,8 +30,8 @@ def nest_list(levels: int) -> Any:
 
 
 @pytest.fixture
-def rt(tmp_path: Path) -> Any:
-    runtime = tooldeck.Runtime(tmp_path, profile={"allow": ["builtin:dice.roll", "extension/*"]})
+def rt(make_runtime: MakeRuntime) -> Any:
+    runtime = make_runtime(allow=["builtin:dice.roll", "extension/*"])
 
     @runtime.tool("t")
     def exact(n: int) -> str:
@@ -44,8 +43,7 @@ def rt(tmp_path: Path) -> Any:
         """Take any object."""
         return "ran"
 
-    yield runtime
-    runtime.close()
+    return runtime
 
 
 def run_one(rt: Any, name: str, arguments: Any) -> tuple[Any, Any, Any]:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tooldeck
+from tests.conftest import MakeRuntime
 from tests.core.strategies import ANY_CHAR, ARGUMENTS, KEYS, MISSING, TEXT, pick
 from tooldeck.core.jsonvalue import find_problem, json_text
 from tooldeck.core.rawvalue import RawObject, to_tokens
@@ -107,12 +108,12 @@ def check_turn(rt: tooldeck.Runtime, turn: list[dict[str, Any]], codes: set[str]
         assert validate(messages, fmt) == [], (fmt, validate(messages, fmt))
 
 
-def test_no_wire_input_escapes_invocation_run(tmp_path: Path) -> None:
+def test_no_wire_input_escapes_invocation_run(make_runtime: MakeRuntime) -> None:
     from tests.core.helpers import builtin
     from tooldeck.builtins.dice import TOOLS as DICE
 
-    rt = tooldeck.Runtime(tmp_path, builtins=[*DICE, builtin("echo", echo, {"type": "object"})],
-                          profile={"allow": ["builtin:*", "extension/*"], "max_calls_per_invocation": 1_000})
+    rt = make_runtime(builtins=[*DICE, builtin("echo", echo, {"type": "object"})],
+                      allow=["builtin:*", "extension/*"], max_calls_per_invocation=1_000)
 
     @rt.tool("t")
     def exact(n: int = 0, note: str = "") -> str:
@@ -128,10 +129,7 @@ def test_no_wire_input_escapes_invocation_run(tmp_path: Path) -> None:
     def turns(turn: list[dict[str, Any]]) -> None:
         check_turn(rt, turn, codes)
 
-    try:
-        turns()
-    finally:
-        rt.close()
+    turns()
     assert set(FORMATS) == {"openai", "openai_responses", "anthropic", "gemini", "mistral"}
 
 

@@ -3,10 +3,10 @@ extension tools, and BFCL functions offered by an MCP source."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import tooldeck
+from tests.conftest import MakeRuntime
 from tests.corpus import bfcl_functions
 from tooldeck.catalog.sources import Executable, StaticSource
 from tooldeck.core.descriptors import ToolDescriptor
@@ -37,9 +37,10 @@ def mcp_source(functions: list[dict[str, Any]], server: str = "bfcl") -> StaticS
     return source
 
 
-def runtime(home: Path, **profile: Any) -> tooldeck.Runtime:
+def runtime(make_runtime: MakeRuntime, **profile: Any) -> tooldeck.Runtime:
+    """The BFCL catalog (85 extension tools, 200 MCP tools) over `make_runtime`, deferred unless `loading` says."""
     functions = list(bfcl_functions())
-    rt = tooldeck.Runtime(home, sources=[mcp_source(functions[MCP])], profile={"loading": "deferred", **profile})
+    rt = make_runtime(sources=[mcp_source(functions[MCP])], profile={"loading": "deferred", **profile})
     for fn in functions[EXTENSIONS]:
         rt.extensions.register(lambda **kw: "ok", "bfcl", fn["name"], description=fn.get("description") or "x",
                                input_schema=_schema(fn), blocking=False)

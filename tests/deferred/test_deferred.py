@@ -35,10 +35,8 @@ def digest(tools) -> str:
 
 
 @pytest.fixture
-def rt(tmp_path):
-    r = runtime(tmp_path)
-    yield r
-    r.close()
+def rt(make_runtime):
+    return runtime(make_runtime)
 
 
 def test_the_tools_array_is_exactly_the_fixed_set_and_the_turn_context_lists_the_rest(rt):
@@ -71,8 +69,8 @@ def test_the_array_is_byte_identical_across_turns_while_tools_come_and_go(rt):
         assert len({digest(rt.invocation(provider=provider).tools()) for _ in range(3)}) == 1
 
 
-def test_pinned_tools_stay_in_the_array_and_are_callable_directly(tmp_path):
-    rt = runtime(tmp_path, pinned=["builtin:dice.roll"])
+def test_pinned_tools_stay_in_the_array_and_are_callable_directly(make_runtime):
+    rt = runtime(make_runtime, pinned=["builtin:dice.roll"])
     inv = rt.invocation()
     assert [t["function"]["name"] for t in inv.tools()] == ["find_tools", "run_tool", "dice_roll"]
     assert "dice_roll" not in inv.turn_context()
@@ -113,8 +111,8 @@ def test_unwrap_rules_and_their_messages(rt):
     assert r3.error_code == "tool.invalid_arguments" and "dice_roll" in r3.content
 
 
-def test_the_gate_sees_the_real_tool_for_budget_and_permission(tmp_path):
-    rt = runtime(tmp_path, max_calls_per_tool={"builtin:dice.roll": 2}, permissions={"mcp/*": "deny"})
+def test_the_gate_sees_the_real_tool_for_budget_and_permission(make_runtime):
+    rt = runtime(make_runtime, max_calls_per_tool={"builtin:dice.roll": 2}, permissions={"mcp/*": "deny"})
     inv = rt.invocation()
     inv.run([{"id": "0", "name": "find_tools", "arguments": {"names": ["DICE_ROLL", "mcp__bfcl__uber_ride"]}}])
     wrapped = {"name": "dice_roll", "args": {"formula": "d6"}}
@@ -162,8 +160,8 @@ def test_find_tools_limits_and_errors(rt):
     assert r3.error_code == "tool.invalid_arguments" and "`names`" in r3.content
 
 
-def test_names_only_lists_every_tool_and_returns_the_schema_on_the_first_call(tmp_path):
-    rt = runtime(tmp_path, loading="names_only")
+def test_names_only_lists_every_tool_and_returns_the_schema_on_the_first_call(make_runtime):
+    rt = runtime(make_runtime, loading="names_only")
     inv = rt.invocation()
     names = [t["function"]["name"] for t in inv.tools()]
     assert names[0] == "find_tools" and "run_tool" not in names and "dice_roll" in names
@@ -177,8 +175,8 @@ def test_names_only_lists_every_tool_and_returns_the_schema_on_the_first_call(tm
     assert r.error_code == "tool.unknown_tool"
 
 
-def test_native_search_renders_provider_tool_search(tmp_path):
-    rt = runtime(tmp_path, native_search=True, pinned=["builtin:dice.roll"])
+def test_native_search_renders_provider_tool_search(make_runtime):
+    rt = runtime(make_runtime, native_search=True, pinned=["builtin:dice.roll"])
     tools = rt.invocation(provider="anthropic").tools()
     assert tools[0] == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
     assert tools[1]["name"] == "dice_roll" and "defer_loading" not in tools[1]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import node_missing
 from tooldeck.runtime import Invocation, Runtime
 
 from .fixtures.http_faults import FaultServer
@@ -102,7 +103,7 @@ def http_fixture() -> Iterator[str]:
 def everything_js() -> Path:
     """`@modelcontextprotocol/server-everything`, installed by scripts/install-node-tools when npm exists."""
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("npm/node are not installed; the Node reference MCP server cannot run here")
+        node_missing("npm/node are not installed; the Node reference MCP server cannot run here")
     if not NODE_DIR.is_file():
         subprocess.run([str(ROOT / "scripts" / "install-node-tools")], check=True, timeout=300)
     return NODE_DIR

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,23 @@ def test_mcp_server_time_over_stdio(tmp_path: Path) -> None:
     with Runtime(tmp_path) as rt:
         inv = rt.invocation()
         assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= set(inv.call_names())
+        before = datetime.now(UTC).replace(microsecond=0)
         result = call(inv, "mcp__time__get_current_time", {"timezone": "UTC"})
+        after = datetime.now(UTC)
         assert not result.is_error
-        assert json.loads(result.content)["timezone"] == "UTC"
+        now = json.loads(result.content)
+        assert result.structured == now  # the server's structured content, and its text is that JSON
+        assert set(now) == {"timezone", "datetime", "day_of_week", "is_dst"}
+        assert now["timezone"] == "UTC" and now["is_dst"] is False
+        said = datetime.fromisoformat(now["datetime"])
+        assert said.utcoffset() == timedelta(0) and before <= said <= after
+        assert now["day_of_week"] == said.strftime("%A")
+        converted = call(inv, "mcp__time__convert_time",
+                         {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})
+        assert not converted.is_error and converted.structured == json.loads(converted.content)
+        assert converted.structured["time_difference"] == "+9.0h"
+        assert converted.structured["source"]["datetime"].endswith("T12:00:00+00:00")
+        assert converted.structured["target"]["datetime"].endswith("T21:00:00+09:00")
 
 
 def _check_everything(rt: Runtime, prefix: str) -> None:
@@ -38,11 +53,14 @@ def _check_everything(rt: Runtime, prefix: str) -> None:
     for tool in ("echo", "get-sum", "get-tiny-image", "get-structured-content"):
         assert f"mcp__{prefix}__{tool}" in names, sorted(names)
     assert call(inv, f"mcp__{prefix}__echo", {"message": "hello"}).content == "Echo: hello"
-    assert "3" in call(inv, f"mcp__{prefix}__get-sum", {"a": 1, "b": 2}).content
+    total = call(inv, f"mcp__{prefix}__get-sum", {"a": 1, "b": 2})
+    assert (total.content, total.structured, total.is_error) == ("The sum of 1 and 2 is 3.", None, False)
     image = call(inv, f"mcp__{prefix}__get-tiny-image")
-    assert not image.is_error and any(r.endswith(".png") for r in image.resource_refs)
-    png = inv.run_state.workspace_root / next(r for r in image.resource_refs if r.endswith(".png"))
-    assert png.read_bytes().startswith(b"\x89PNG")
+    [ref] = image.resource_refs
+    assert not image.is_error and ref.startswith("tool-results/") and ref.endswith(".png")
+    assert f"image/png, 4033 bytes, saved at `{ref}`" in image.content
+    png = inv.run_state.workspace_root / ref
+    assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size == 4033
     structured = call(inv, f"mcp__{prefix}__get-structured-content", {"location": "New York"})
     weather = {"temperature": 33, "conditions": "Cloudy", "humidity": 82}  # what the pinned server returns
     assert not structured.is_error

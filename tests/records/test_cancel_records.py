@@ -2,11 +2,9 @@ import asyncio
 
 import pytest
 
-import tooldeck
 
-
-async def test_a_cancelled_turn_records_its_started_calls_as_outcome_unknown(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, profile={"allow": ["extension/*"]})
+async def test_a_cancelled_turn_records_its_started_calls_as_outcome_unknown(make_runtime):
+    rt = make_runtime(allow=["extension/*"])
     started = asyncio.Event()
 
     @rt.tool(extension_id="ext")
@@ -27,11 +25,10 @@ async def test_a_cancelled_turn_records_its_started_calls_as_outcome_unknown(tmp
     assert calls["a"].result.error_code == "tool.outcome_unknown"
     assert "may or may not have run" in calls["a"].result.content
     assert calls["b"].status == "failed" and calls["b"].result.error_code == "tool.unknown_tool"
-    rt.close()
 
 
-async def test_a_cancelled_turn_keeps_the_results_that_arrived(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, profile={"allow": ["extension/*"]})
+async def test_a_cancelled_turn_keeps_the_results_that_arrived(make_runtime):
+    rt = make_runtime(allow=["extension/*"])
     started = asyncio.Event()
 
     @rt.tool(extension_id="ext")
@@ -56,11 +53,10 @@ async def test_a_cancelled_turn_keeps_the_results_that_arrived(tmp_path):
     calls = {c.call_id: c for c in rt.recorder.history(inv.id).calls}
     assert (calls["a"].status, calls["a"].result.content) == ("completed", "done")
     assert calls["b"].status == "outcome_unknown" and calls["c"].status == "outcome_unknown"
-    rt.close()
 
 
-async def test_a_cancelled_shell_records_its_own_result_and_resume_never_reruns_it(tmp_path):
-    rt = tooldeck.Runtime(tmp_path, profile={"allow": ["builtin:workspace.shell"]})
+async def test_a_cancelled_shell_records_its_own_result_and_resume_never_reruns_it(make_runtime):
+    rt = make_runtime(allow=["builtin:workspace.shell"])
     inv = rt.invocation()
     marker = inv.run_state.workspace_root / "output" / "c.txt"
     command = "echo kept > /output/c.txt; echo before; for i in $(seq 1 200); do sleep 0.05; done; echo late"
@@ -79,4 +75,3 @@ async def test_a_cancelled_shell_records_its_own_result_and_resume_never_reruns_
     resumed = rt.resume(inv.id)
     [again] = rt.recorder.history(resumed.id).calls
     assert again.result.error_code == "workspace.shell_cancelled" and marker.read_text() == "kept\n"
-    rt.close()

@@ -16,20 +16,22 @@ from typing import Any
 import pytest
 
 import tooldeck
+from tests.conftest import MakeRuntime, RuntimeFactory
 from tooldeck.core.descriptors import ToolAnnotations
 from tooldeck.core.errors import HostFault, TooldeckError
 from tooldeck.protocols import validate
 from tooldeck.records.reader import CallRecord
 from tooldeck.records.replay import replay_all
 from tooldeck.records.store import SqliteRecorder
-from tooldeck.records.writer import FLUSH_BOUND_S
 
 SAFE = ToolAnnotations(concurrency_safe=True)
 Calls = list[CallRecord]
 
 
-def _runtime(home: Path, **options: Any) -> tooldeck.Runtime:
-    return tooldeck.Runtime(home, builtins=[], profile={"allow": ["extension/*"]}, **options)
+@pytest.fixture
+def runtime(make_runtime: MakeRuntime) -> RuntimeFactory:
+    """`runtime(**options)`: a runtime over the test's temp dir with only extension tools allowed."""
+    return lambda **options: make_runtime(builtins=[], allow=["extension/*"], **options)
 
 
 def _poll(path: Path, inv_id: str, until: Callable[[Calls], bool], deadline_s: float = 20.0) -> Calls:
@@ -95,10 +97,10 @@ def _add_tools(rt: tooldeck.Runtime, started: threading.Event, release: threadin
                                                    (SAFE, "hold_thread")],
                          ids=["together", "one-at-a-time", "worker-thread"])
 async def test_a_result_is_in_the_store_while_its_sibling_still_runs(
-        tmp_path: Path, held: tuple[threading.Event, threading.Event], annotations: ToolAnnotations,
-        slow: str) -> None:
+        runtime: RuntimeFactory, tmp_path: Path, held: tuple[threading.Event, threading.Event],
+        annotations: ToolAnnotations, slow: str) -> None:
     started, release = held
-    rt = _runtime(tmp_path, records=True)
+    rt = runtime(records=True)
     _add_tools(rt, started, release, annotations)
     path = tmp_path / "records.sqlite"
     inv = rt.invocation()
@@ -114,7 +116,9 @@ async def test_a_result_is_in_the_store_while_its_sibling_still_runs(
     a, _b, c, d = calls
     assert (c.result.error_code, d.result.error_code) == ("tool.unknown_tool", "tool.invalid_arguments")
     assert a.result.content == "fast 1" and t0 <= a.started_at <= a.finished_at <= time.time()
-    assert a.result.recorded_at - a.finished_at <= FLUSH_BOUND_S  # written within the bound, not at the end
+    # Written while the turn still waits (seen above: committed before `b` was released), not at its end; how soon
+    # after `a` finished (FLUSH_BOUND_S) is a timing, measured in bench/records_bench.py.
+    assert a.result.recorded_at >= a.finished_at
     release.set()
     results = await task
     assert [r.content for r in results][:2] == ["fast 1", "released"]
@@ -130,8 +134,8 @@ async def test_a_result_is_in_the_store_while_its_sibling_still_runs(
     rt.close()
 
 
-async def test_turns_that_never_wait_write_once_at_the_end(tmp_path: Path) -> None:
-    rt = _runtime(tmp_path, records=True)
+async def test_turns_that_never_wait_write_once_at_the_end(runtime: RuntimeFactory, tmp_path: Path) -> None:
+    rt = runtime(records=True)
     _add_tools(rt, threading.Event(), threading.Event())
     inv = rt.invocation()
     await inv.arun([{"id": "a", "name": "fast", "arguments": {"n": 1}}])
@@ -146,9 +150,9 @@ async def test_turns_that_never_wait_write_once_at_the_end(tmp_path: Path) -> No
 
 
 async def test_a_cancelled_turn_after_a_flush_writes_each_call_once(
-        tmp_path: Path, held: tuple[threading.Event, threading.Event]) -> None:
+        runtime: RuntimeFactory, tmp_path: Path, held: tuple[threading.Event, threading.Event]) -> None:
     started, release = held
-    rt = _runtime(tmp_path, records=True)
+    rt = runtime(records=True)
     _add_tools(rt, started, release)
     path = tmp_path / "records.sqlite"
     inv = rt.invocation()
@@ -179,10 +183,11 @@ class _FailsOnce(SqliteRecorder):
 
 
 async def test_a_failed_flush_leaves_the_results_to_the_end_of_the_turn(
-        tmp_path: Path, held: tuple[threading.Event, threading.Event], caplog: pytest.LogCaptureFixture) -> None:
+        runtime: RuntimeFactory, tmp_path: Path, held: tuple[threading.Event, threading.Event],
+        caplog: pytest.LogCaptureFixture) -> None:
     started, release = held
     store = _FailsOnce(tmp_path / "records.sqlite")
-    rt = _runtime(tmp_path, records=store)
+    rt = runtime(records=store)
     _add_tools(rt, started, release)
     inv = rt.invocation()
     task = asyncio.create_task(inv.arun([{"id": "a", "name": "fast", "arguments": {"n": 1}},
@@ -202,9 +207,9 @@ async def test_a_failed_flush_leaves_the_results_to_the_end_of_the_turn(
     rt.close()
 
 
-async def test_a_fault_leaving_the_turn_closes_it_in_the_records(tmp_path: Path) -> None:
+async def test_a_fault_leaving_the_turn_closes_it_in_the_records(runtime: RuntimeFactory, tmp_path: Path) -> None:
     """The process lives on, so nothing would recover the turn's open calls: the runtime closes them."""
-    rt = _runtime(tmp_path, records=True)
+    rt = runtime(records=True)
 
     @rt.tool("t", "fast", annotations=SAFE)
     async def fast() -> str:

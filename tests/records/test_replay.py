@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.conftest import MakeRuntime
 from tooldeck.core.descriptors import ToolAnnotations
 from tooldeck.protocols import validate
 from tooldeck.records.replay import replay, replay_all
@@ -17,16 +18,15 @@ from .support import ADAPTERS, ALL_FORMATS, PlannedCall, PlannedRound, count_res
 
 
 @pytest.fixture
-def rt(tmp_path: Path) -> Any:
-    runtime = Runtime(tmp_path, records=True)
+def rt(make_runtime: MakeRuntime) -> Any:
+    runtime = make_runtime(records=True)
 
     @runtime.tool("test", "echo", annotations=ToolAnnotations(concurrency_safe=True))
     async def echo(text: str = "") -> str:
         """Echo the text."""
         return text or "(nothing)"
 
-    yield runtime
-    runtime.close()
+    return runtime
 
 
 def test_invalid_arguments_are_stored_verbatim_and_replay_as_empty_objects(rt: Runtime) -> None:

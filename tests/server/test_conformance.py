@@ -2,7 +2,7 @@
 
 Runs the server scenarios that need no test fixtures on the server side. The kit and a Node 22 runtime
 live in `.node-conformance/` (installed by `scripts/install-conformance`, which this test runs when npm is
-there and the kit is not). Skips when npm is missing.
+there and the kit is not). Skips when npm is missing, but fails under `make test` (TOOLDECK_REQUIRE_NODE=1).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import node_missing
 from tests.server.support import Served, http_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,11 +39,11 @@ def _kit_ready() -> bool:
 def kit() -> None:
     if not _kit_ready():
         if shutil.which("npm") is None:
-            pytest.skip("npm is not installed (apt-get install -y npm), so the MCP conformance kit cannot be "
-                        "installed; run scripts/install-conformance once npm is there")
+            node_missing("npm is not installed (apt-get install -y npm), so the MCP conformance kit cannot be "
+                         "installed; run scripts/install-conformance once npm is there")
         subprocess.run([str(INSTALL)], check=True, timeout=600)
     if not _kit_ready():
-        pytest.skip("scripts/install-conformance did not install the kit into .node-conformance/")
+        node_missing("scripts/install-conformance did not install the kit into .node-conformance/")
 
 
 @pytest.fixture(scope="module")

@@ -180,4 +180,10 @@ def test_shell_edit_makes_a_later_write_stale(shell: Shell) -> None:
 
 
 def test_structured_result_is_json(shell: Shell) -> None:
-    json.dumps(shell.call("echo hi").structured)
+    """The structured result is plain JSON with the command's real exit code, on success and on failure."""
+    ok = shell.call("echo hi")
+    assert not ok.is_error and ok.content.endswith("hi")
+    assert json.loads(json.dumps(ok.structured)) == ok.structured == {"exit_code": 0, "output_truncated": False}
+    failed = shell.call("echo out; echo err >&2; exit 7")
+    assert failed.error_code == "workspace.shell_exit" and "out" in failed.content and "stderr:\nerr" in failed.content
+    assert json.loads(json.dumps(failed.structured)) == failed.structured == {"exit_code": 7, "output_truncated": False}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -136,15 +134,13 @@ def test_a_worker_stops_a_call_at_its_deadline_without_the_hosts_stop() -> None:
     try:
         request = {"id": 7, "command": "echo go; sleep 30; echo never", "workdir": "/", "mounts": [], "notes": [],
                    "limits": ShellLimits(timeout_s=0.3).to_dict(), "timeout": 0.3, "stream_bytes": [1000, 1000]}
-        started = time.monotonic()
         worker.send(protocol.json_frame(protocol.RUN, request))
         reader, frames = protocol.FrameReader(), []
         while not any(kind == protocol.DONE for kind, _ in frames):
             frames += reader.feed(os.read(worker.rfd, 1 << 16))
-        took = time.monotonic() - started
     finally:
         worker.retire()
     done = protocol.load(next(p for k, p in frames if k == protocol.DONE))
     assert done["status"] == "timed_out" and done["id"] == 7
+    # Stopped at the deadline, not after the sleep: the line after it never came.
     assert (protocol.STDOUT, b"go\n") in frames and not any(b"never" in p for _, p in frames)
-    assert took < 30

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tooldeck
+from tests.conftest import MakeRuntime
 from tooldeck.core.results import AgentToolResult
 from tooldeck.workspace import for_run
 
@@ -52,10 +52,8 @@ def page_text(result: AgentToolResult) -> list[str]:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[tooldeck.Runtime]:
-    rt = tooldeck.Runtime(tmp_path / "home")
-    yield rt
-    rt.close()
+def runtime(make_runtime: MakeRuntime) -> tooldeck.Runtime:
+    return make_runtime(home="home")
 
 
 @pytest.fixture

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 import tracemalloc
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-import tooldeck
+from tests.conftest import MakeRuntime
 from tests.workspace.conftest import Model
 from tooldeck.core.results import AgentToolResult
 
@@ -22,10 +21,8 @@ MIB = 1024 * 1024
 
 
 @pytest.fixture
-def model(tmp_path: Path) -> Iterator[Model]:
-    rt = tooldeck.Runtime(tmp_path / "home", records=False)
-    yield Model(rt.invocation())
-    rt.close()
+def model(make_runtime: MakeRuntime) -> Model:
+    return Model(make_runtime(home="home", records=False).invocation())
 
 
 def peak_during(call: Callable[[], AgentToolResult]) -> tuple[AgentToolResult, int]:

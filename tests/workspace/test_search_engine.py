@@ -13,13 +13,12 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import tooldeck
+from tests.conftest import MakeRuntime
 from tests.workspace.conftest import Model
 
 HOSTILE = r"^(a+)+$|1[01]{25}2"
@@ -28,10 +27,8 @@ RE2 (random 0/1 text blows up its DFA, so it runs its NFA): the worst case for e
 
 
 @pytest.fixture
-def lean(tmp_path: Path) -> Iterator[Model]:
-    rt = tooldeck.Runtime(tmp_path / "home", records=False)
-    yield Model(rt.invocation(profile={"max_calls_per_invocation": 1_000}))
-    rt.close()
+def lean(make_runtime: MakeRuntime) -> Model:
+    return Model(make_runtime(home="home", records=False).invocation(profile={"max_calls_per_invocation": 1_000}))
 
 
 _DIGIT = bytes(0x30 + (b & 1) for b in range(256))
