@@ -67,7 +67,7 @@ async def find_latency(home: Path) -> None:
             await inv.arun(batch)
             samples.append((time.perf_counter() - start) * 1e3)
     start = time.perf_counter()
-    rt.deferred_catalog(rt.invocation().snapshot)
+    rt.invocation().deferred_catalog()
     build_ms = (time.perf_counter() - start) * 1e3
     print(f"find_tools(query=...) over 1,000 tools: median {statistics.median(samples):.3f} ms per call "
           f"(index build once per snapshot: {build_ms:.1f} ms)")
