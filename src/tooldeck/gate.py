@@ -166,6 +166,13 @@ class Gate:
             return self._admit(call_id, entry, {}, choice)
         return self.check_entry(call_id, entry, ToolArguments.decode(wire_args), choice)
 
+    def check_general(
+        self, call_id: str, name: str, wire_args: Any = MISSING, choice: ToolChoice = "auto"
+    ) -> Admitted | Refused:
+        """`check` without its inline decode: every argument through `ToolArguments.decode`. The same
+        answers (tests/core/test_lanes_differential.py holds them equal), only slower."""
+        return self._check_special(call_id, name, self.entries.get(name), wire_args, choice)
+
     def _check_special(self, call_id: str, name: str, entry: GateEntry | None, wire_args: Any,
                        choice: ToolChoice) -> Admitted | Refused:
         """Unknown names, and the deferred modes' rules for tools listed by name only."""
