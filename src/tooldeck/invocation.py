@@ -19,8 +19,6 @@ from collections.abc import Coroutine, Mapping
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from tooldeck.catalog.profile import Profile
 from tooldeck.catalog.runs import RunState
 from tooldeck.catalog.sources import UNFINISHED, Diagnostic, TurnState
@@ -73,9 +71,11 @@ class Invocation:
     def provider(self) -> str:
         return self.snapshot.provider
 
-    def tools(self) -> list[dict[str, Any]]:
-        """The provider-ready tools array (a copy; the snapshot stays frozen)."""
-        return orjson.loads(orjson.dumps(list(self.snapshot.tools)))
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        """The provider-ready tools array: the snapshot's own, shared by every invocation that reuses the
+        snapshot, returned without a copy. Do not change it or the dicts inside (they are the frozen
+        snapshot's); `copy.deepcopy` it to edit a copy."""
+        return self.snapshot.tools
 
     def call_names(self) -> dict[str, str]:
         return {b.call_name: b.tool_id for b in self.snapshot.bindings}

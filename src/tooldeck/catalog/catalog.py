@@ -32,6 +32,11 @@ class Catalog:
     def source(self, kind: SourceKind) -> ToolSource | None:
         return self._sources.get(kind)
 
+    def offered(self) -> tuple[ToolDescriptor, ...]:
+        """Every source's descriptors as they come, unsorted and unchecked: what a snapshot's identity
+        compares (the same objects, or equal ones, mean the same catalog)."""
+        return tuple(d for source in self._sources.values() for d in source.descriptors())
+
     def descriptors(self) -> dict[str, ToolDescriptor]:
         """All tools by id string, ordered by id; provider namespaces stay distinct."""
         out: dict[str, ToolDescriptor] = {}

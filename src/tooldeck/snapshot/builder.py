@@ -5,18 +5,27 @@
 keeps, per snapshot, what only depends on it: its JSON text for the records, the `find_tools` index
 and, per (snapshot, Profile), the gate table with its compiled validators. Each cache is bounded
 (`BuiltOnce`), so a long-lived host does not grow without end.
+
+A snapshot's identity is the content it freezes: the catalog's descriptors (the same objects, or
+equal ones) × provider × scene × headless × Profile (the same object, or an equal one) × the answers
+of the availability conditions. `prepare` reuses the snapshot of an earlier invocation when all of
+these are unchanged, so its gate table, search index and JSON text are reused with it; any change
+(a tool registered, removed or re-listed, another Profile, a condition that answers otherwise) builds
+a new snapshot with a new id. Invocations still get their own ids: only the snapshot is shared. A
+Profile is not to be changed in place once an invocation used it (its lists are plain lists).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from tooldeck.catalog import bindings as binding_prep
 from tooldeck.catalog.catalog import Catalog
 from tooldeck.catalog.profile import Profile, matches
 from tooldeck.catalog.sources import Diagnostic
-from tooldeck.core.descriptors import AvailabilityContext
+from tooldeck.core.descriptors import AvailabilityContext, ToolDescriptor
 from tooldeck.gate import GateTable
 from tooldeck.snapshot import deferred
 from tooldeck.snapshot.search import DeferredCatalog
@@ -45,20 +54,55 @@ class BuiltOnce(Generic[T]):
         return value
 
 
+@dataclass(slots=True)
+class _Built:
+    """A snapshot with the content it was built from (see the module docstring)."""
+
+    profile: Profile
+    offered: tuple[ToolDescriptor, ...]
+    conditions: tuple[bool, ...]
+    snapshot: Snapshot
+    diagnostics: list[Diagnostic]
+    """What preparing it said beyond the sources' own diagnostics (those are read afresh each time)."""
+
+
+_KEYS_KEPT = 64
+_PER_KEY = 8
+
+
 class Snapshots:
     """The snapshots of one catalog and what each one needs built once."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        self._built: dict[tuple[str, str, bool], list[_Built]] = {}
         self._gate_tables: BuiltOnce[GateTable] = BuiltOnce(256)
         self._deferred_catalogs: BuiltOnce[DeferredCatalog] = BuiltOnce(64)
         self._texts: BuiltOnce[str] = BuiltOnce(64)
 
     def prepare(self, ctx: AvailabilityContext, profile: Profile) -> tuple[Snapshot, list[Diagnostic]]:
-        """The snapshot of the catalog as `profile` and `ctx` (scene, provider, conditions) see it now."""
+        """The snapshot of the catalog as `profile` and `ctx` (provider, scene, conditions) see it now:
+        the one built before when none of that changed, else a new one. With it, the diagnostics."""
+        offered = self.catalog.offered()
+        conditions = tuple([d.is_available(ctx) for d in offered if d.available is not None])
+        key = (ctx.provider, ctx.scene, ctx.headless)
+        earlier = self._built.get(key)
+        if earlier is not None:
+            for built in earlier:
+                if ((built.profile is profile or built.profile == profile) and built.offered == offered
+                        and built.conditions == conditions):
+                    return built.snapshot, [*self.catalog.diagnostics(), *built.diagnostics]
         prepared = binding_prep.prepare(self.catalog, profile, ctx, ctx.provider)
         diagnostics = prepared.diagnostics
-        return self.build(ctx.provider, prepared.bindings, profile, diagnostics), diagnostics
+        snapshot = self.build(ctx.provider, prepared.bindings, profile, diagnostics)
+        if earlier is None:
+            if len(self._built) >= _KEYS_KEPT:
+                self._built.clear()
+            earlier = self._built[key] = []
+        elif len(earlier) >= _PER_KEY:
+            del earlier[0]
+        earlier.append(_Built(profile, offered, conditions, snapshot, diagnostics[prepared.from_sources:]))
+        return snapshot, diagnostics
 
     def build(self, provider: str, bindings: list[Binding], prof: Profile, diagnostics: list[Diagnostic]) -> Snapshot:
         """Eager: every schema in the array. Deferred modes: a fixed array (see `snapshot/deferred.py`)."""
