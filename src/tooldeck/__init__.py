@@ -10,12 +10,14 @@ import typing
 
 if typing.TYPE_CHECKING:
     from tooldeck.catalog.profile import Profile
-    from tooldeck.catalog.sources import CallContext
+    from tooldeck.catalog.runs import RunState
+    from tooldeck.catalog.sources import CallContext, Executable, InvocationView, StaticSource, ToolSource
     from tooldeck.core.arguments import ToolArguments
     from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
     from tooldeck.core.errors import ToolCallError, TooldeckError
     from tooldeck.core.ids import ToolId
     from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
+    from tooldeck.records.port import Recorder
     from tooldeck.runtime import Invocation, Runtime, open
 
 __version__ = "0.1.0"
@@ -24,9 +26,14 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "AgentToolResult": "tooldeck.core.results",
     "CallContext": "tooldeck.catalog.sources",
+    "Executable": "tooldeck.catalog.sources",
     "Invocation": "tooldeck.runtime",
+    "InvocationView": "tooldeck.catalog.sources",
     "Profile": "tooldeck.catalog.profile",
+    "Recorder": "tooldeck.records.port",
+    "RunState": "tooldeck.catalog.runs",
     "Runtime": "tooldeck.runtime",
+    "StaticSource": "tooldeck.catalog.sources",
     "ToolAnnotations": "tooldeck.core.descriptors",
     "ToolArguments": "tooldeck.core.arguments",
     "ToolCallError": "tooldeck.core.errors",
@@ -34,6 +41,7 @@ _EXPORTS = {
     "ToolEffect": "tooldeck.core.results",
     "ToolId": "tooldeck.core.ids",
     "ToolOutput": "tooldeck.core.results",
+    "ToolSource": "tooldeck.catalog.sources",
     "TooldeckError": "tooldeck.core.errors",
     "open": "tooldeck.runtime",
 }
@@ -41,9 +49,14 @@ _EXPORTS = {
 __all__ = [
     "AgentToolResult",
     "CallContext",
+    "Executable",
     "Invocation",
+    "InvocationView",
     "Profile",
+    "Recorder",
+    "RunState",
     "Runtime",
+    "StaticSource",
     "ToolAnnotations",
     "ToolArguments",
     "ToolCallError",
@@ -51,6 +64,7 @@ __all__ = [
     "ToolEffect",
     "ToolId",
     "ToolOutput",
+    "ToolSource",
     "TooldeckError",
     "__version__",
     "open",

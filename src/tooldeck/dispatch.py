@@ -25,7 +25,7 @@ from tooldeck.core.results import ToolOutput
 from tooldeck.gate import Admitted, GateEntry, Refused
 
 if TYPE_CHECKING:
-    from tooldeck.runtime import Invocation
+    from tooldeck.invocation import Invocation
 
 
 @dataclass(slots=True)

@@ -142,9 +142,8 @@ class Gate:
         self.fetched: set[str] = fetched if fetched is not None else set()
         """Tool ids whose schema the model has fetched in this run (deferred modes)."""
 
-    def check(
-        self, call_id: str, name: str, wire_args: Any = MISSING, choice: ToolChoice = "auto"
-    ) -> Admitted | Refused:
+    def check(self, call_id: str, name: str, wire_args: Any = MISSING,
+              choice: ToolChoice = "auto") -> Admitted | Refused:
         entry = self.entries.get(name)
         if entry is None or self._listed_only:
             return self._check_special(call_id, name, entry, wire_args, choice)
@@ -166,6 +165,11 @@ class Gate:
             return self._admit(call_id, entry, {}, choice)
         return self.check_entry(call_id, entry, ToolArguments.decode(wire_args), choice)
 
+    def check_general(self, call_id: str, name: str, wire_args: Any = MISSING,
+                      choice: ToolChoice = "auto") -> Admitted | Refused:
+        """`check` without its inline decode (every argument through `ToolArguments.decode`): same answers."""
+        return self._check_special(call_id, name, self.entries.get(name), wire_args, choice)
+
     def _check_special(self, call_id: str, name: str, entry: GateEntry | None, wire_args: Any,
                        choice: ToolChoice) -> Admitted | Refused:
         """Unknown names, and the deferred modes' rules for tools listed by name only."""
@@ -182,9 +186,8 @@ class Gate:
             return self._charge_and_refuse(call_id, None, UNKNOWN_TOOL, self.unknown_message(name))
         return self.check_entry(call_id, entry, ToolArguments.decode(wire_args), choice)
 
-    def check_entry(
-        self, call_id: str, entry: GateEntry, arguments: ToolArguments, choice: ToolChoice
-    ) -> Admitted | Refused:
+    def check_entry(self, call_id: str, entry: GateEntry, arguments: ToolArguments,
+                    choice: ToolChoice) -> Admitted | Refused:
         args = arguments.value
         if args is not None:
             return self._admit(call_id, entry, args, choice)

@@ -9,7 +9,7 @@ request, so its entries (`defer_loading`, the provider's search tool) have no me
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
-def tool_specs(tools: list[dict[str, Any]]) -> list[ToolSpec]:
+def tool_specs(tools: Sequence[dict[str, Any]]) -> list[ToolSpec]:
     """`Invocation.tools()` → one spec per tool, in the array's order."""
     if any(_native_search(entry) for entry in tools):
         raise TooldeckError(NATIVE_SEARCH_UNSUPPORTED, "provider-native tool search (`native_search = true`) "

@@ -70,7 +70,7 @@ def find_tools(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     if not names and not query:
         raise ToolCallError(INVALID_ARGUMENTS, "Give `names` (exact tool names from the turn context) or `query` "
                                                "(a few words describing the task).")
-    catalog = inv.runtime.deferred_catalog(inv.snapshot)
+    catalog = inv.deferred_catalog()
     found: dict[str, Any] = {}
     unknown: list[str] = []
     for name in names:

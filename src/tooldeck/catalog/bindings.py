@@ -22,6 +22,8 @@ META_IDS = frozenset(("builtin:find_tools", "builtin:run_tool"))
 class Prepared:
     bindings: list[Binding]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    from_sources: int = 0
+    """How many of `diagnostics` (the first ones) are the sources' own; the rest come from preparing."""
 
 
 def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
@@ -72,6 +74,7 @@ def model_name_of(descriptor: ToolDescriptor) -> str:
 
 def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protocol: str) -> Prepared:
     diagnostics = list(catalog.diagnostics())
+    from_sources = len(diagnostics)
     descriptors = [apply_override(d, profile) for d in select(catalog.descriptors(), profile, ctx, diagnostics)]
 
     used: set[str] = {sanitize(n, protocol).casefold() for n in ALWAYS_RESERVED}
@@ -88,4 +91,4 @@ def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protoc
         name = fixed.get(tid) or allocate_one(model_name_of(d), used, protocol)
         budget = profile.first_match(profile.max_calls_per_tool, tid)
         bindings.append(Binding(d, name, budget))
-    return Prepared(bindings, diagnostics)
+    return Prepared(bindings, diagnostics, from_sources)

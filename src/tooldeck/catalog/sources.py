@@ -1,4 +1,6 @@
-"""The interface every tool source implements (builtin, extension, MCP, script)."""
+"""The ports between the runtime and its tools: `ToolSource` (what every source implements: builtin,
+extension, MCP, script), `Executable` (how to run one tool), `CallContext` (what a running tool gets)
+and `InvocationView` (what a tool sees of its invocation). Nothing here imports the runtime."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ from tooldeck.core.ids import SourceKind, ToolId
 from tooldeck.core.results import ToolOutput
 
 if TYPE_CHECKING:
-    from tooldeck.runtime import Invocation, RunState
+    from tooldeck.catalog.profile import Profile
+    from tooldeck.catalog.runs import RunState
+    from tooldeck.gate import GateTable
+    from tooldeck.snapshot.search import DeferredCatalog
+    from tooldeck.snapshot.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,23 @@ class TurnState:
         return [i for i in range(index) if isinstance(outputs[i], ToolOutput) and outputs[i].is_error]
 
 
+class InvocationView(Protocol):
+    """What a tool sees of the invocation its call belongs to (`CallContext.invocation`): the Runtime's
+    `Invocation` implements it, and a tool reads nothing else of the runtime."""
+
+    id: str
+    profile: Profile
+    """The invocation's Profile: limits, timeouts (`profile.timeout_for(tool_id)`), workspace roots."""
+    snapshot: Snapshot
+    run_state: RunState
+    fetched: set[str]
+    """Tool ids whose schema the model has fetched in this run (deferred modes); `find_tools` adds to it."""
+
+    def deferred_catalog(self) -> DeferredCatalog:
+        """The snapshot's `find_tools` index (names and BM25), built once per snapshot."""
+        ...
+
+
 @dataclass(slots=True)
 class CallContext:
     call_id: str
@@ -64,7 +87,7 @@ class CallContext:
     call_name: str
     round: int
     index: int
-    invocation: Invocation
+    invocation: InvocationView
     turn: TurnState
 
     @property
@@ -89,6 +112,9 @@ class Executable:
 
 
 class ToolSource(Protocol):
+    """A family of tools. A source written as a subclass inherits the no-op `prepare_gate` and `close`;
+    `Catalog.add_source` refuses an object that lacks any method of the port (`catalog.source_incomplete`)."""
+
     kind: SourceKind
 
     def descriptors(self) -> Iterable[ToolDescriptor]:
@@ -102,9 +128,23 @@ class ToolSource(Protocol):
         """The executable for a tool at call time, or None when it is no longer available."""
         ...
 
+    def prepare_gate(self, table: GateTable) -> None:
+        """Called once per gate table, when the runtime builds it (before any invocation uses it): a
+        source may tighten its tools' permissions there, or append to `table.explain_unknown` a function
+        that says why one of its call names is missing. Default: nothing."""
+        return None
+
+    def close(self) -> None:
+        """Release what the source holds (sessions, processes, threads); `Runtime.close` calls it once,
+        after the runs and before the records. Default: nothing."""
+        return None
+
+
+SOURCE_METHODS = ("descriptors", "diagnostics", "resolve", "prepare_gate", "close")
+
 
 @dataclass
-class StaticSource:
+class StaticSource(ToolSource):
     """A source backed by an in-memory table; the base of the builtin and extension registries."""
 
     kind: SourceKind

@@ -17,7 +17,7 @@ from typing import Any
 
 import pydantic
 
-from tooldeck.catalog.sources import CallContext, Diagnostic, Executable
+from tooldeck.catalog.sources import CallContext, Diagnostic, Executable, ToolSource
 from tooldeck.core.descriptors import ALL_SCENES, Scene, ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
@@ -141,7 +141,7 @@ class ExtensionTool:
     enabled: bool = True
 
 
-class ExtensionRegistry:
+class ExtensionRegistry(ToolSource):
     """The extension source: register, enable/disable, unregister; dispatched by ToolId."""
 
     kind = "extension"

@@ -1,4 +1,5 @@
-"""How a Runtime picks up MCP servers: one call in `Runtime.__init__`, one in `gate_table`, one in `close`.
+"""How a Runtime picks up MCP servers: one call in `Runtime.__init__`; the manager is then a source like any
+other (the gate hook and `close` come through the `ToolSource` port).
 
 The MCP SDK (about half a second of imports) is loaded only when the home dir declares MCP servers or
 the host passed an MCP source in; the configuration models (pydantic) only when a config file exists:

@@ -1,0 +1,69 @@
+"""A turn's wire calls as the records port takes them (`RequestedCall`, `FinishedCall`).
+
+- `requested`: each call with its raw wire arguments verbatim, in call order;
+- `record_unpaired_turn`: a turn refused whole because a call has no id (`model.invalid_tool_call`):
+  every call is recorded and closed as `failed`, nothing ran;
+- `unprojected`: the finished calls' results without projection, for a turn a fault closes when even
+  a spill file cannot be written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tooldeck.catalog.sources import UNFINISHED, TurnState
+from tooldeck.core.errors import INVALID_TOOL_CALL
+from tooldeck.core.results import AgentToolResult, as_output
+from tooldeck.records.port import FinishedCall, Recorder, RequestedCall
+from tooldeck.wire import Call, has_id
+
+if TYPE_CHECKING:
+    from tooldeck.gate import Admitted, Refused
+
+
+def requested(wire: Sequence[Call]) -> list[RequestedCall]:
+    return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
+
+
+def record_unpaired_turn(recorder: Recorder, invocation_id: str, round_no: int, calls: Iterable[Any]) -> None:
+    """A turn refused because a call has no id: every call is recorded (raw arguments verbatim) and
+    closed as `failed` with `model.invalid_tool_call` before the error propagates; nothing ran."""
+    calls = list(calls)
+    wire = [Call.salvage(c) for c in calls]
+    now = time.time()
+    recorder.calls_requested(invocation_id, round_no, requested(wire), now)
+    recorder.calls_finished(invocation_id, round_no, _unpaired(wire, calls, now))
+
+
+def _unpaired(wire: list[Call], calls: list[Any], now: float) -> list[FinishedCall]:
+    """The results recorded for a turn refused because some of its calls have no id."""
+    missing = [i for i, c in enumerate(calls) if not has_id(c)]
+    shown = ", ".join(str(i + 1) for i in missing[:10]) + (", …" if len(missing) > 10 else "")
+    without_id = set(missing)
+    out = []
+    for i, c in enumerate(wire):
+        if i in without_id:
+            text = ("This call has no id (a non-empty string), so its result could not be paired with it; no call "
+                    "of this turn was run. Send the calls again, each with its own id.")
+        else:
+            text = (f"Not run: call {shown} of this turn had no id, so the whole turn was refused; nothing was "
+                    "executed. Call it again if it is still needed.")
+        out.append(FinishedCall(c.id, i, None, "failed", None, text,
+                                {"error": {"code": INVALID_TOOL_CALL, "message": text}, "executed": False}, True,
+                                INVALID_TOOL_CALL, [], None, None, now))
+    return out
+
+
+def unprojected(turn: TurnState, checks: Sequence[Admitted | Refused]) -> list[AgentToolResult | None]:
+    """Each finished call's result without projection (no spill file): for records a fault closes."""
+    results: list[AgentToolResult | None] = []
+    for c, chk, out in zip(turn.calls, checks, turn.outputs, strict=False):
+        if out is UNFINISHED:
+            results.append(None)
+            continue
+        o = as_output(out)
+        results.append(AgentToolResult(c.id, chk.entry.tool_id if chk.entry is not None else None, o.content,
+                                       o.structured, o.is_error, o.error_code, list(o.resource_refs)))
+    return results
