@@ -131,7 +131,13 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
         if watch is not None:
             watch.on_wait()
 
-    await asyncio.gather(*(finish(i, c) for i, c in waiting), *(later(i) for i in range(k, end)))
+    try:
+        await asyncio.gather(*(finish(i, c) for i, c in waiting), *(later(i) for i in range(k, end)))
+    except BaseException:
+        for _, coro in waiting:  # cancelled before its task first ran: close it, or it warns "never awaited"
+            if inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                coro.close()
+        raise
 
 
 def begin_one(inv: Invocation, check: Admitted | Refused, index: int, turn: TurnState, window: bool = True,

@@ -42,7 +42,7 @@ def wanted() -> bool:
     """Whether a tracer provider is set. The hot path: a few bytecodes when not."""
     api = _api
     if api is None:
-        return _modules_get(TRACE_MODULE) is not None and _attach() is not None
+        return _modules_get(TRACE_MODULE) is not None and _attach()._TRACER_PROVIDER is not None
     return api._TRACER_PROVIDER is not None
 
 
@@ -52,7 +52,7 @@ def _attach() -> Any:
     api = sys.modules[TRACE_MODULE]
     api.get_tracer_provider()  # loads a provider named by OTEL_PYTHON_TRACER_PROVIDER, as OpenTelemetry does
     _api = api if hasattr(api, "_TRACER_PROVIDER") else _PublicApi(api)
-    return _api._TRACER_PROVIDER
+    return _api
 
 
 class _PublicApi:
@@ -162,6 +162,6 @@ def _type_name(exc: BaseException) -> str:
 def maybe_traced(begin: Begin, inv: Invocation, check: Admitted | Refused, index: int, turn: TurnState,
                  window: bool) -> Any | Coroutine[Any, Any, Any]:
     """`traced` when a provider is set, else the untraced first step."""
-    if _api is None or _api._TRACER_PROVIDER is None:
+    if (_api if _api is not None else _attach())._TRACER_PROVIDER is None:
         return begin(inv, check, index, turn, window, False)
     return traced(begin, inv, check, index, turn, window)

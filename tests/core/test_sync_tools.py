@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import inspect
 import threading
 import time
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -361,4 +363,35 @@ def test_the_decorator_takes_concurrent_and_keeps_the_function(tmp_path):
 
     assert rt.tool(extension_id="t", concurrent=False)(f) is f
     assert "concurrent" in inspect.signature(rt.tool).parameters
+    rt.close()
+
+
+def test_cancelling_a_turn_whose_calls_run_together_leaves_no_coroutine_unawaited(tmp_path):
+    rt = runtime(tmp_path)
+    started = 0
+
+    @rt.tool(extension_id="t")
+    async def hang(i: int) -> str:
+        """Suspends until cancelled."""
+        nonlocal started
+        started += 1
+        await asyncio.sleep(60)
+        return "never"
+
+    inv = rt.invocation()
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(inv.arun([{"id": f"c{i}", "name": "hang", "arguments": {"i": i}}
+                                               for i in range(3)]))
+        while started < 3:
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(cancelled())
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
     rt.close()
