@@ -236,24 +236,35 @@ def test_blocking_false_runs_inline_and_the_default_on_a_tooldeck_worker(tmp_pat
 def test_a_blocking_tool_that_needs_the_event_loop_does_not_deadlock_and_loses_its_window(tmp_path):
     """The window never holds the loop beyond WINDOW_S: a tool that waits for the loop gets it."""
     rt = runtime(tmp_path)
+    running = threading.Event()
     set_by_loop = threading.Event()
 
     @rt.tool(extension_id="t")
     def needs_loop() -> str:
-        """Waits for a callback of the event loop."""
+        """Waits for the event loop, which answers once the tool runs."""
+        running.set()
         return "set" if set_by_loop.wait(DEADLINE_S) else "loop was blocked"
+
+    async def answer() -> None:
+        while not running.is_set():
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0.005)  # the tool itself then runs longer than the window
+        set_by_loop.set()
 
     inv = rt.invocation()
 
     async def turn() -> str:
-        asyncio.get_running_loop().call_soon(set_by_loop.set)
-        return (await inv.arun([{"id": "a", "name": "needs_loop", "arguments": {}}]))[0].content
+        running.clear()
+        set_by_loop.clear()
+        helper = asyncio.create_task(answer())
+        out = (await inv.arun([{"id": "a", "name": "needs_loop", "arguments": {}}]))[0].content
+        await helper
+        return out
 
     assert asyncio.run(turn()) == "set"
     fn = rt.extensions.resolve(ToolId.parse("extension/t:needs_loop")).fn
     assert not handoff.wants_window(fn)  # it outlasted the window: next time it is awaited at once
 
-    set_by_loop.clear()
     assert asyncio.run(turn()) == "set"
     rt.close()
 
