@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from tooldeck.gate import Admitted, GateEntry, Refused
 if TYPE_CHECKING:
     from tooldeck.runtime import Invocation
 
-_modules_get = sys.modules.get
+_otel: Any = _tracing.stand_in()
+"""`opentelemetry.trace` once imported (tracing.py swaps it in), else a stand-in whose provider is None."""
 _WINDOW_S = handoff.WINDOW_S
 
 
@@ -63,6 +63,7 @@ async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: Tur
     """Run a turn's calls; each call's output lands in `turn.outputs` as soon as it finishes."""
     outputs = turn.outputs
     n = len(checks)
+    span = _tracing.wanted()  # once per turn; `begin_one` asks per call only when called alone
     i = 0
     while i < n:
         check = checks[i]
@@ -71,10 +72,10 @@ async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: Tur
             while j < n and _is_parallel(checks[j]):
                 j += 1
             if j - i > 1:
-                await _run_together(inv, checks, turn, i, j, watch)
+                await _run_together(inv, checks, turn, i, j, watch, span)
                 i = j
                 continue
-        out = begin_one(inv, check, i, turn)
+        out = begin_one(inv, check, i, turn, True, span)
         if type(out) is CoroutineType:
             if watch is not None:
                 watch.on_wait()
@@ -88,7 +89,7 @@ def _is_parallel(check: Admitted | Refused) -> bool:
 
 
 async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState, start: int,
-                        end: int, watch: TurnWatch | None) -> None:
+                        end: int, watch: TurnWatch | None, span: bool) -> None:
     """Run calls start..end-1 (all concurrency-safe) together, at most `max_concurrency` at a time.
 
     Each call's first step runs inline; most finish there and cost no task. Only when some suspend
@@ -97,12 +98,14 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
     outputs = turn.outputs
     cap = inv.profile.max_concurrency
     waiting: list[tuple[int, Coroutine[Any, Any, Finished]]] = []
+    free = cap
     k = start
     try:
-        while k < end and len(waiting) < cap:
-            out = begin_one(inv, checks[k], k, turn, False)  # no window: the group's blocking calls overlap
+        while k < end and free:
+            out = begin_one(inv, checks[k], k, turn, False, span)  # no window: the group's blocking calls overlap
             if type(out) is CoroutineType:
                 waiting.append((k, out))  # type: ignore[arg-type]
+                free -= 1
             else:
                 outputs[k] = out
             k += 1
@@ -114,7 +117,7 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
         return
     if watch is not None:
         watch.on_wait()
-    slots = asyncio.Semaphore(cap - len(waiting))
+    slots = asyncio.Semaphore(free)
 
     async def finish(index: int, coro: Coroutine[Any, Any, Finished]) -> None:
         try:
@@ -126,7 +129,7 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
 
     async def later(index: int) -> None:
         async with slots:
-            out = begin_one(inv, checks[index], index, turn, False)
+            out = begin_one(inv, checks[index], index, turn, False, span)
             outputs[index] = await out if type(out) is CoroutineType else out  # type: ignore[misc]
         if watch is not None:
             watch.on_wait()
@@ -151,12 +154,10 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int, turn: Turn
 
     `window`: a blocking sync tool may be waited for on this thread for `handoff.WINDOW_S` (off for
     calls that run together). `span`: wrap the call in an OpenTelemetry span when a tracer provider is
-    set (tracing.py; off inside that wrapper).
+    set (tracing.py); False when the caller knows none is, or inside that wrapper.
     """
-    if span:
-        api = _tracing._api  # the cost of tracing while no provider is set: these two lines
-        if (api._TRACER_PROVIDER is not None) if api is not None else _modules_get(_tracing.TRACE_MODULE) is not None:
-            return _tracing.maybe_traced(begin_one, inv, check, index, turn, window)
+    if span and _otel._TRACER_PROVIDER is not None:  # the cost of tracing while no provider is set
+        return _tracing.maybe_traced(begin_one, inv, check, index, turn, window)
     if type(check) is Refused:
         r = check.result
         return ToolOutput(r.content, r.structured, True, r.error_code)

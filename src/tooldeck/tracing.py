@@ -13,6 +13,7 @@ Attributes: `gen_ai.operation.name`, `gen_ai.tool.name` (the name the model call
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Coroutine
 from types import CoroutineType
@@ -47,12 +48,54 @@ def wanted() -> bool:
 
 
 def _attach() -> Any:
-    """First sight of `opentelemetry.trace` (imported by the host, or by a library such as the MCP SDK)."""
+    """First sight of `opentelemetry.trace` (imported by the host, or by a library such as the MCP SDK):
+    from now on dispatch reads the provider straight from it."""
     global _api
     api = sys.modules[TRACE_MODULE]
     api.get_tracer_provider()  # loads a provider named by OTEL_PYTHON_TRACER_PROVIDER, as OpenTelemetry does
     _api = api if hasattr(api, "_TRACER_PROVIDER") else _PublicApi(api)
+    from tooldeck import dispatch
+
+    dispatch._otel = _api
     return _api
+
+
+class _NotImported:
+    """Dispatch's stand-in for `opentelemetry.trace` while nothing has imported it: no provider."""
+
+    _TRACER_PROVIDER = None
+
+
+class _Importing:
+    """Dispatch's stand-in once `opentelemetry.trace` is being imported: attaches on the next call."""
+
+    @property
+    def _TRACER_PROVIDER(self) -> Any:
+        if _modules_get(TRACE_MODULE) is None:  # still importing, or the import failed
+            return None
+        return _attach()._TRACER_PROVIDER
+
+
+class _ImportWatch:
+    """A `sys.meta_path` entry that finds nothing and only notes when `opentelemetry.trace` is imported,
+    so that dispatch reads one attribute per call before and after (it removes itself then)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == TRACE_MODULE:
+            from tooldeck import dispatch
+
+            dispatch._otel = _Importing()
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self)
+        return None
+
+
+def stand_in() -> Any:
+    """What dispatch starts with: the module when already imported, else a stand-in and a watch."""
+    if _modules_get(TRACE_MODULE) is not None:
+        return _Importing()
+    sys.meta_path.insert(0, _ImportWatch())
+    return _NotImported()
 
 
 class _PublicApi:

@@ -212,13 +212,14 @@ def run_script(tmp_path, body: str) -> str:
     return proc.stdout.strip()
 
 
-def test_a_provider_set_through_the_public_api_after_the_first_calls_is_used_from_then_on(tmp_path):
+@pytest.mark.parametrize("imported", ["before", "after the first call"])
+def test_a_provider_set_through_the_public_api_after_the_first_calls_is_used_from_then_on(tmp_path, imported):
+    early = imported == "before"
     out = run_script(tmp_path, f"""
+        import sys
         import tooldeck
-        from opentelemetry import trace
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        if {early}:
+            from opentelemetry import trace
 
         rt = tooldeck.Runtime({str(tmp_path / "home")!r}, builtins=[], records=False)
 
@@ -229,14 +230,22 @@ def test_a_provider_set_through_the_public_api_after_the_first_calls_is_used_fro
 
         inv = rt.invocation()
         inv.run([{{"id": "before", "name": "add", "arguments": {{"a": 1, "b": 2}}}}])
+        assert ("opentelemetry.trace" in sys.modules) is {early}
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
         memory = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(memory))
         trace.set_tracer_provider(provider)
-        inv.run([{{"id": "after", "name": "add", "arguments": {{"a": 1, "b": 2}}}}])
-        print([s.attributes["gen_ai.tool.call.id"] for s in memory.get_finished_spans()])
+        inv.run([{{"id": "after", "name": "add", "arguments": {{"a": 1, "b": 2}}}},
+                 {{"id": "then", "name": "add", "arguments": {{"a": 1, "b": 2}}}}])
+        print([s.attributes["gen_ai.tool.call.id"] for s in memory.get_finished_spans()],
+              [type(f).__name__ for f in sys.meta_path if type(f).__module__ == "tooldeck.tracing"])
     """)
-    assert out == "['after']"
+    assert out == "['after', 'then'] []"  # and the import watch removed itself
 
 
 def test_without_opentelemetry_importable_tools_run_and_no_span_code_loads(tmp_path):
