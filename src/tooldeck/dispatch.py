@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tooldeck import handoff
+from tooldeck import tracing as _tracing
 from tooldeck.catalog.sources import UNFINISHED, CallContext, Executable, TurnState
 from tooldeck.core.errors import EXECUTION_FAILED, HOST_FAULT, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
 from tooldeck.core.results import ToolOutput
@@ -26,6 +28,10 @@ from tooldeck.gate import Admitted, GateEntry, Refused
 
 if TYPE_CHECKING:
     from tooldeck.invocation import Invocation
+
+_otel: Any = _tracing.stand_in()
+"""`opentelemetry.trace` once imported (tracing.py swaps it in), else a stand-in whose provider is None."""
+_WINDOW_S = handoff.WINDOW_S
 
 
 @dataclass(slots=True)
@@ -57,6 +63,7 @@ async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: Tur
     """Run a turn's calls; each call's output lands in `turn.outputs` as soon as it finishes."""
     outputs = turn.outputs
     n = len(checks)
+    span = _tracing.wanted()  # once per turn; `begin_one` asks per call only when called alone
     i = 0
     while i < n:
         check = checks[i]
@@ -65,10 +72,10 @@ async def run_batch(inv: Invocation, checks: list[Admitted | Refused], turn: Tur
             while j < n and _is_parallel(checks[j]):
                 j += 1
             if j - i > 1:
-                await _run_together(inv, checks, turn, i, j, watch)
+                await _run_together(inv, checks, turn, i, j, watch, span)
                 i = j
                 continue
-        out = begin_one(inv, check, i, turn)
+        out = begin_one(inv, check, i, turn, True, span)
         if type(out) is CoroutineType:
             if watch is not None:
                 watch.on_wait()
@@ -82,7 +89,7 @@ def _is_parallel(check: Admitted | Refused) -> bool:
 
 
 async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn: TurnState, start: int,
-                        end: int, watch: TurnWatch | None) -> None:
+                        end: int, watch: TurnWatch | None, span: bool) -> None:
     """Run calls start..end-1 (all concurrency-safe) together, at most `max_concurrency` at a time.
 
     Each call's first step runs inline; most finish there and cost no task. Only when some suspend
@@ -91,12 +98,14 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
     outputs = turn.outputs
     cap = inv.profile.max_concurrency
     waiting: list[tuple[int, Coroutine[Any, Any, Finished]]] = []
+    free = cap
     k = start
     try:
-        while k < end and len(waiting) < cap:
-            out = begin_one(inv, checks[k], k, turn)
+        while k < end and free:
+            out = begin_one(inv, checks[k], k, turn, False, span)  # no window: the group's blocking calls overlap
             if type(out) is CoroutineType:
                 waiting.append((k, out))  # type: ignore[arg-type]
+                free -= 1
             else:
                 outputs[k] = out
             k += 1
@@ -108,7 +117,7 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
         return
     if watch is not None:
         watch.on_wait()
-    slots = asyncio.Semaphore(cap - len(waiting))
+    slots = asyncio.Semaphore(free)
 
     async def finish(index: int, coro: Coroutine[Any, Any, Finished]) -> None:
         try:
@@ -120,22 +129,35 @@ async def _run_together(inv: Invocation, checks: list[Admitted | Refused], turn:
 
     async def later(index: int) -> None:
         async with slots:
-            out = begin_one(inv, checks[index], index, turn)
+            out = begin_one(inv, checks[index], index, turn, False, span)
             outputs[index] = await out if type(out) is CoroutineType else out  # type: ignore[misc]
         if watch is not None:
             watch.on_wait()
 
-    await asyncio.gather(*(finish(i, c) for i, c in waiting), *(later(i) for i in range(k, end)))
+    try:
+        await asyncio.gather(*(finish(i, c) for i, c in waiting), *(later(i) for i in range(k, end)))
+    except BaseException:
+        for _, coro in waiting:  # cancelled before its task first ran: close it, or it warns "never awaited"
+            if inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                coro.close()
+        raise
 
 
-def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
-              turn: TurnState) -> Finished | Coroutine[Any, Any, Finished]:
+def begin_one(inv: Invocation, check: Admitted | Refused, index: int, turn: TurnState, window: bool = True,
+              span: bool = True) -> Finished | Coroutine[Any, Any, Finished]:
     """Run one call as far as it goes without the event loop.
 
     Returns the output when the call finished on its first step (a refusal, a sync tool, a coroutine
-    that never suspended), else a coroutine to await (confirmation, a suspended tool, a thread job).
-    Most calls take the first path, which costs no task, no timer and no extra coroutine.
+    that never suspended, a blocking tool that finished within the hand-off window), else a coroutine
+    to await (confirmation, a suspended tool, a thread job). Most calls take the first path, which
+    costs no task, no timer and no extra coroutine.
+
+    `window`: a blocking sync tool may be waited for on this thread for `handoff.WINDOW_S` (off for
+    calls that run together). `span`: wrap the call in an OpenTelemetry span when a tracer provider is
+    set (tracing.py); False when the caller knows none is, or inside that wrapper.
     """
+    if span and _otel._TRACER_PROVIDER is not None:  # the cost of tracing while no provider is set
+        return _tracing.maybe_traced(begin_one, inv, check, index, turn, window)
     if type(check) is Refused:
         r = check.result
         return ToolOutput(r.content, r.structured, True, r.error_code)
@@ -151,12 +173,19 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int,
     timings = turn.timings
     started = 0.0 if timings is None else time.time()
     args = check.args  # type: ignore[union-attr]
-    if executable.blocking:
-        return _finish(_Pending(None, None, _thread_job(executable, args, inv, entry, index, turn)), entry, index,
-                       timings, started, turn.outputs)
     try:
-        direct = executable.direct
-        value = direct(**args) if direct is not None else executable.fn(args, _context(inv, entry, index, turn))
+        if executable.blocking:
+            job = handoff.start(_thread_job(executable, args, inv, entry, index, turn))
+            tool = executable.fn
+            if not (window and entry.timeout_s > _WINDOW_S and handoff.wants_window(tool)):
+                return _finish(_Pending(None, None, job, tool), entry, index, timings, started, turn.outputs)
+            if not job.wait(_WINDOW_S):
+                handoff.missed_window(tool)
+                return _finish(_Pending(None, None, job, tool), entry, index, timings, started, turn.outputs)
+            value = job.result()
+        else:
+            direct = executable.direct
+            value = direct(**args) if direct is not None else executable.fn(args, _context(inv, entry, index, turn))
         if type(value) is CoroutineType:
             try:
                 yielded = value.send(None)
@@ -185,7 +214,7 @@ async def _confirm_then_run(inv: Invocation, check: Admitted, index: int, turn: 
     if not confirmed:
         r = inv.gate.permission_refusal(call_id, check.entry)
         return ToolOutput(r.content, r.structured, True, r.error_code)
-    out = begin_one(inv, Admitted(check.entry, check.args), index, turn)  # confirmed: it runs as an allowed call
+    out = begin_one(inv, Admitted(check.entry, check.args), index, turn, True, False)  # confirmed: runs as allowed
     return await out if type(out) is CoroutineType else out  # type: ignore[misc]
 
 
@@ -222,7 +251,9 @@ class _Pending:
 
     awaitable: Any
     yielded: Any = None
-    thread_job: Callable[[], Any] | None = None
+    job: handoff.Job | None = None
+    tool: Any = None
+    """The executable's callable of a thread job (handoff remembers which tools outlast the window)."""
 
 
 async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list[tuple[float, float] | None] | None,
@@ -230,8 +261,11 @@ async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list
     timeout_s = entry.timeout_s
     try:
         async with asyncio.timeout(timeout_s):
-            if pending.thread_job is not None:
-                value = await asyncio.to_thread(pending.thread_job)
+            if pending.job is not None:
+                job = pending.job
+                await job.settled()
+                handoff.finished(pending.tool, job)
+                value = job.result()
             elif pending.yielded is not None or type(pending.awaitable) is CoroutineType:
                 value = await _Resume(pending.awaitable, pending.yielded)
             else:

@@ -103,12 +103,14 @@ class Runtime:
         blocking: bool | None = None,
         annotations: ToolAnnotations | None = None,
         enabled: bool = True,
+        concurrent: bool | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: register a plain (sync or async) function as an extension tool."""
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             self.extensions.register(fn, extension_id, name, description=description, input_schema=input_schema,
-                                     scenes=scenes, enabled=enabled, blocking=blocking, annotations=annotations)
+                                     scenes=scenes, enabled=enabled, blocking=blocking, annotations=annotations,
+                                     concurrent=concurrent)
             return fn
 
         return register

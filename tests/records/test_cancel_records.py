@@ -36,7 +36,7 @@ async def test_a_cancelled_turn_keeps_the_results_that_arrived(make_runtime):
         """Quick."""
         return "done"
 
-    @rt.tool(extension_id="ext")
+    @rt.tool(extension_id="ext", concurrent=False)  # alone, so the call after it has not started
     async def slow() -> str:
         """Slow."""
         started.set()

@@ -88,6 +88,8 @@ class Profile(BaseModel):
     tool_timeout_s: float = Field(default=60.0, gt=0)
     tool_timeouts: dict[str, float] = Field(default_factory=dict)
     max_concurrency: int = Field(default=8, ge=1)
+    trace_content: bool = False
+    """Put argument values and results on OpenTelemetry tool spans (docs/tracing.md); off: names and ids only."""
     shell_timeout_s: float = Field(default=30.0, gt=0)
     workspace: WorkspaceRoots = Field(default_factory=WorkspaceRoots)
 

@@ -7,6 +7,7 @@ was unregistered or disabled since gives "currently unavailable, no action was t
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import types
@@ -162,7 +163,14 @@ class ExtensionRegistry(ToolSource):
         blocking: bool | None = None,
         annotations: ToolAnnotations | None = None,
         replace: bool = False,
+        concurrent: bool | None = None,
     ) -> ToolId:
+        """Register `fn` as the tool `extension/<extension_id>:<name>`.
+
+        `concurrent`: whether calls of one model turn may run together (docs/architecture.md, "Extension
+        tools"). By default an `async def` tool does, unless its annotations say it is mutating; a sync
+        tool does only when annotated `concurrency_safe`.
+        """
         tool_name = name or fn.__name__
         tool_id = ToolId.extension(extension_id, tool_name)
         if tool_id in self._tools and not replace:
@@ -184,7 +192,7 @@ class ExtensionRegistry(ToolSource):
             raise TooldeckError("extension.tool_definition_invalid", f"{tool_id}: a description is required")
         descriptor = ToolDescriptor(
             id=tool_id, title=tool_name, description=sig.description, input_schema=sig.schema,
-            annotations=annotations or ToolAnnotations(), scenes=scene_set, model_name=tool_name,
+            annotations=_annotations(fn, annotations, concurrent, tool_id), scenes=scene_set, model_name=tool_name,
         )
         self._tools[tool_id] = ExtensionTool(descriptor, executable, enabled)
         return tool_id
@@ -209,6 +217,23 @@ class ExtensionRegistry(ToolSource):
     def resolve(self, tool_id: ToolId) -> Executable | None:
         tool = self._tools.get(tool_id)
         return tool.executable if tool is not None and tool.enabled else None
+
+
+def _annotations(fn: Callable[..., Any], given: ToolAnnotations | None, concurrent: bool | None,
+                 tool_id: ToolId) -> ToolAnnotations:
+    """The tool's annotations with `concurrency_safe` decided: `concurrent` when given, else an `async def`
+    that is not annotated mutating runs concurrently (it shares the event loop cooperatively, as in
+    asyncio.gather); a sync function runs concurrently only when annotated so (it runs on a worker thread
+    and need not be thread-safe)."""
+    annotations = given or ToolAnnotations()
+    if concurrent is not None and type(concurrent) is not bool:
+        raise TooldeckError("extension.tool_definition_invalid", f"{tool_id}: concurrent must be True, False or "
+                            f"None (the default for the function's kind), not {concurrent!r}")
+    if concurrent is None:
+        concurrent = annotations.concurrency_safe or (inspect.iscoroutinefunction(fn) and not annotations.mutating)
+    if concurrent == annotations.concurrency_safe:
+        return annotations
+    return dataclasses.replace(annotations, concurrency_safe=concurrent)
 
 
 def _raw_executable(fn: Callable[..., Any], blocking: bool | None) -> Executable:
