@@ -23,7 +23,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tooldeck
@@ -206,6 +206,11 @@ def test_fast_and_general_lanes_give_the_same_results_and_records(tmp_path: Path
         @settings(max_examples=150, derandomize=True, database=None, deadline=None,
                   suppress_health_check=list(HealthCheck))
         @given(turns())
+        # every kind of answer at least once, whatever the generated turns reach
+        @example([{"id": "c1", "name": "echo", "arguments": {"text": "x", "times": -1}}])
+        @example([{"id": "c1", "name": "halve", "arguments": {"n": 3}},
+                  {"id": "c2", "name": "nope", "arguments": "{}"}])
+        @example([{"id": "c1", "name": "add", "arguments": {"a": "x"}}, {"name": "add"}])
         def agree(turn: list[dict[str, Any]]) -> None:
             ran = {key: lane.run(turn) for key, lane in by.items()}
             fast_off, general_off = ran[(False, True)], ran[(False, False)]
