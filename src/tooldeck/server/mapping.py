@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -96,3 +97,33 @@ def to_call_result(result: AgentToolResult, output_schema: Mapping[str, Any] | N
         is_error=result.is_error,
         meta=meta or None,
     )
+
+
+RELAYED_ERRORS = frozenset((None, "mcp.tool_error"))
+"""A proxied call whose result tooldeck kept as the server's (a success, or the tool's own `isError`); every
+other outcome (refused, timed out, not sent, ...) is tooldeck's own result and is not relayed."""
+
+
+def relayed_call_result(result: AgentToolResult, upstream: types.CallToolResult,
+                        workspace_root: Path) -> types.CallToolResult:
+    """A proxied tool's result as its server sent it: content blocks, `structuredContent`, `_meta` and `isError`
+    unchanged, plus tooldeck's `_meta` keys. When the text was over the inline limit (the projection spilled
+    it), the text blocks give way to the projected text (a preview and the path of the full text) and a
+    `resource_link` to the spilled file (`file://`, on this machine); the other blocks stay as sent."""
+    meta: dict[str, Any] = dict(upstream.meta or {})
+    if result.tool_id is not None:
+        meta[f"{META_PREFIX}tool_id"] = result.tool_id
+    if result.error_code is not None:
+        meta[f"{META_PREFIX}error_code"] = result.error_code
+    content: list[types.ContentBlock] = list(upstream.content)
+    spilled = result.structured if isinstance(result.structured, Mapping) and \
+        result.structured.get("externalized") is True else None
+    if spilled is not None:
+        path = workspace_root / str(spilled["path"])
+        content = [types.TextContent(type="text", text=result.content),
+                   *(b for b in content if not isinstance(b, types.TextContent)),
+                   types.ResourceLink(type="resource_link", uri=path.as_uri(), name=str(spilled["path"]),
+                                      mime_type="text/plain", size=path.stat().st_size if path.is_file() else None,
+                                      description=f"The full result ({spilled.get('char_count')} characters).")]
+    return types.CallToolResult(content=content, structured_content=upstream.structured_content,
+                                is_error=upstream.is_error, meta=meta or None)

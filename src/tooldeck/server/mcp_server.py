@@ -42,10 +42,11 @@ from tooldeck.server.connections import ACCEPT_BACKLOG, ConnectionLimiter, conne
 from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
-from tooldeck.server.mapping import to_call_result
+from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
+from tooldeck.sources.mcp import relay
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -182,7 +183,8 @@ class TooldeckMCPServer:
         call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
         if arguments is not None:
             call["arguments"] = arguments
-        [result] = await inv.arun([call])
+        with relay.collecting() as upstream:
+            [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:
             return question  # the call was held (not run); the client asks its user and retries
         binding = view.by_name.get(name)
@@ -190,6 +192,9 @@ class TooldeckMCPServer:
             # The spec's protocol error for an unknown tool; the message lists the tools there are. A tool that
             # exists (run_tool included, whatever its target) always answers with a result.
             raise MCPError(types.INVALID_PARAMS, result.content, data={"code": UNKNOWN_TOOL})
+        sent = upstream.get(call["id"])
+        if sent is not None and result.error_code in RELAYED_ERRORS:
+            return relayed_call_result(result, sent, inv.run_state.workspace_root)
         return to_call_result(result, binding.descriptor.output_schema if binding is not None else None)
 
     # -- transports -------------------------------------------------------------------------------
