@@ -122,3 +122,35 @@ async def test_blocks_reach_the_client_as_sent(tmp_path: Path, transport: str, l
     recorded = [c for c in calls if c.tool_id.endswith(":image") and c.result is not None]
     assert len(recorded) == 1
     assert "[image 2: image/png, 70 bytes, saved at" in recorded[0].result.content  # the library's projection
+
+
+@pytest.mark.parametrize("path", ["../../../../etc/hostname", "tool-results/inv_other/x.txt",
+                                  "tool-results/inv_1/../../../../etc/hostname", "tool-results/inv_1/missing.txt"])
+def test_an_upstream_structure_that_looks_like_a_spill_is_relayed_as_is(tmp_path: Path, path: str) -> None:
+    """The server's own structuredContent may say `externalized` and name any path: only a file the projector
+    wrote for this invocation becomes a link; otherwise the blocks go out as sent."""
+    from tooldeck.core.results import AgentToolResult
+    from tooldeck.server.mapping import relayed_call_result
+
+    marker = {"externalized": True, "path": path, "char_count": 9}
+    upstream = types.CallToolResult(content=[types.TextContent(type="text", text="as sent")],
+                                    structured_content=marker)
+    result = AgentToolResult("c1", "mcp/fx-1:t", "as sent", marker, False, None, [path])
+    out = relayed_call_result(result, upstream, tmp_path, "inv_1")
+    assert [b.type for b in out.content] == ["text"] and out.content[0].text == "as sent"
+    assert out.structured_content == marker
+
+
+def test_a_real_spill_becomes_a_link(tmp_path: Path) -> None:
+    from tooldeck.core.results import AgentToolResult
+    from tooldeck.server.mapping import relayed_call_result
+
+    rel = "tool-results/inv_1/round-001-c1.txt"
+    (tmp_path / rel).parent.mkdir(parents=True)
+    (tmp_path / rel).write_text("x" * 9)
+    marker = {"externalized": True, "path": rel, "char_count": 9}
+    upstream = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 9)])
+    out = relayed_call_result(AgentToolResult("c1", "t", "preview", marker, False, None, [rel]), upstream,
+                              tmp_path, "inv_1")
+    assert [b.type for b in out.content] == ["text", "resource_link"] and out.content[0].text == "preview"
+    assert out.content[1].uri == (tmp_path / rel).resolve().as_uri() and out.content[1].size == 9

@@ -194,7 +194,7 @@ class TooldeckMCPServer:
             raise MCPError(types.INVALID_PARAMS, result.content, data={"code": UNKNOWN_TOOL})
         sent = upstream.get(call["id"])
         if sent is not None and result.error_code in RELAYED_ERRORS:
-            return relayed_call_result(result, sent, inv.run_state.workspace_root)
+            return relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
         return to_call_result(result, binding.descriptor.output_schema if binding is not None else None)
 
     # -- transports -------------------------------------------------------------------------------
