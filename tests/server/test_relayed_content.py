@@ -30,7 +30,7 @@ def _home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     (home / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": {"command": sys.executable,
-                                                                     "args": [str(FIXTURE)]}}}))
+                                                                     "args": [str(FIXTURE), "--media"]}}}))
     (home / "profile.toml").write_text("result_inline_limit = 4000\n")
     return home
 

@@ -46,7 +46,7 @@ from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
-from tooldeck.sources.mcp import relay
+from tooldeck.sources.mcp import collect_results
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -183,7 +183,7 @@ class TooldeckMCPServer:
         call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
         if arguments is not None:
             call["arguments"] = arguments
-        with relay.collecting() as upstream:
+        with collect_results() as upstream:
             [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:
             return question  # the call was held (not run); the client asks its user and retries

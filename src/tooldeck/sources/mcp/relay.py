@@ -26,7 +26,7 @@ def current() -> Sink | None:
 
 
 @contextmanager
-def collecting() -> Iterator[Sink]:
+def collect_results() -> Iterator[Sink]:
     """Collect the upstream results of the MCP calls made inside the block."""
     sink: Sink = {}
     token = _SINK.set(sink)
