@@ -38,7 +38,7 @@ from tooldeck.core.errors import (
 from tooldeck.core.jsonvalue import SHORT_TEXT, decoded_fast, plain_fast, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
 from tooldeck.projection import Guidance
-from tooldeck.snapshot.deferred import RUN_TOOL
+from tooldeck.snapshot.deferred import META_IDS, RUN_TOOL
 from tooldeck.snapshot.schema_transforms import transform
 from tooldeck.snapshot.snapshot import Binding, Snapshot
 from tooldeck.validation import CompiledSchema
@@ -279,7 +279,8 @@ class Gate:
                                            "run_tool cannot run itself; give the name of the tool to run.")
         entry = self.entries.get(name)
         if entry is None:
-            return self._charge_and_refuse(call_id, None, UNKNOWN_TOOL, self.unknown_message(name))
+            # The meta-tools are never suggested as the tool run_tool should run.
+            return self._charge_and_refuse(call_id, None, UNKNOWN_TOOL, self.unknown_message(name, targets_only=True))
         if name in self._listed and entry.tool_id not in self.fetched:
             return self._schema_first(call_id, entry, f'run_tool(name="{name}", args={{...}})')
         if "args" in wrapper:
@@ -316,12 +317,16 @@ class Gate:
         )
         return f"This turn requires `{target}`, not `{entry.binding.call_name}`; call `{target}`."
 
-    def unknown_message(self, name: str) -> str:
+    def unknown_message(self, name: str, targets_only: bool = False) -> str:
+        """`targets_only`: the name was the target of run_tool, so the meta-tools are not suggested."""
         name = str(name)
         why = next((said for explain in self._explain_unknown if (said := explain(name))), None) if name else None
+        pool = [n for n in self._names if self.entries[n].tool_id not in META_IDS] if targets_only else self._names
         guess = self._native_aliases.get(name.replace(".", "_")) if name else None
+        if guess is not None and guess not in pool:
+            guess = None
         if guess is None and name and len(name) <= 200:
-            close = difflib.get_close_matches(name, self._names, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
             guess = close[0] if close else None
         listed = ", ".join(self._names[:_LISTED_NAMES]) or "(none)"
         if len(self._names) > _LISTED_NAMES:

@@ -194,3 +194,10 @@ def test_native_search_renders_provider_tool_search(make_runtime):
 def test_group_names_is_deterministic():
     names = ["b", "mcp__gh__list", "a", "mcp__gh__create", "mcp__fs__read", "mcp__x__y__2"]
     assert group_names(names) == ["a", "b", "mcp__fs__read", "mcp__gh__{create, list}", "mcp__x__y__2"]
+
+
+@pytest.mark.parametrize("target", ["no_such_tool", "run_tools", "find_tool", "rn_tool"])
+def test_a_run_tool_target_is_never_guessed_to_be_a_meta_tool(rt, target):
+    [result] = rt.invocation().run([{"id": "1", "name": "run_tool", "arguments": {"name": target, "args": {}}}])
+    assert result.error_code == "tool.unknown_tool" and result.content.startswith(f"`{target}` is not an available")
+    assert "Did you mean `run_tool`" not in result.content and "Did you mean `find_tools`" not in result.content

@@ -88,3 +88,15 @@ def test_an_unknown_or_bad_serve_key_is_a_usage_error_naming_it(tmp_path: Path) 
     assert r.exit_code == 2 and "serve.config_invalid" in r.stderr
     assert "`serve.max_session`: unknown key" in r.stderr and "max_sessions" in r.stderr
     assert "`serve.header_timeout`" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["short", "Original", ""])
+def test_a_bad_names_mode_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    r = invoke("--home", str(tmp_path), "--stdio", "--names", value)
+    assert r.exit_code == 2 and "serve.names_invalid" in r.stderr and "prefixed or original" in r.stderr
+
+
+def test_a_bad_names_key_in_tooldeck_toml_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "tooldeck.toml").write_text('[mcp]\nnames = "short"\n')
+    r = invoke("--home", str(tmp_path), "--stdio")
+    assert r.exit_code == 2 and "mcp.config_invalid" in r.stderr and "`mcp.names`" in r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from tooldeck.catalog.catalog import Catalog
@@ -9,7 +10,7 @@ from tooldeck.catalog.profile import Profile, is_pattern, matches
 from tooldeck.catalog.sources import Diagnostic
 from tooldeck.core.descriptors import AvailabilityContext, ToolDescriptor
 from tooldeck.core.errors import ProfileError
-from tooldeck.naming import allocate_one, builtin_call_name, sanitize
+from tooldeck.naming import allocate_one, builtin_call_name, rule_for, sanitize
 from tooldeck.snapshot.snapshot import Binding
 
 # Names a completion tool of a return-mode child or the meta-tools of deferred loading may take;
@@ -72,6 +73,26 @@ def model_name_of(descriptor: ToolDescriptor) -> str:
     return descriptor.model_name or descriptor.id.name
 
 
+def _short_names(descriptors: list[ToolDescriptor], used: set[str], protocol: str) -> dict[str, str]:
+    """The descriptors that get their `short_name`: valid as it is under the protocol's rules, claimed by no
+    other descriptor (neither as a short name nor as a model name, case-insensitively) and not taken (builtins,
+    reserved names). Depends only on the set of descriptors, so it is deterministic. Adds the names to `used`."""
+    wanted = [d for d in descriptors if d.short_name is not None and d.id.kind != "builtin"]
+    if not wanted:
+        return {}
+    rule = rule_for(protocol)
+    claims = Counter(d.short_name.casefold() for d in wanted)  # type: ignore[union-attr]
+    claims.update({sanitize(model_name_of(d), protocol).casefold() for d in descriptors})
+    out: dict[str, str] = {}
+    for d in wanted:
+        short = d.short_name or ""
+        key = short.casefold()
+        if rule.is_valid(short) and claims[key] == 1 and key not in used:
+            used.add(key)
+            out[str(d.id)] = short
+    return out
+
+
 def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protocol: str) -> Prepared:
     diagnostics = list(catalog.diagnostics())
     from_sources = len(diagnostics)
@@ -85,10 +106,11 @@ def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protoc
             fixed[str(d.id)] = name
             used.add(name.casefold())
 
+    shorts = _short_names(descriptors, used, protocol)
     bindings: list[Binding] = []
     for d in descriptors:
         tid = str(d.id)
-        name = fixed.get(tid) or allocate_one(model_name_of(d), used, protocol)
+        name = fixed.get(tid) or shorts.get(tid) or allocate_one(model_name_of(d), used, protocol)
         budget = profile.first_match(profile.max_calls_per_tool, tid)
         bindings.append(Binding(d, name, budget))
     return Prepared(bindings, diagnostics, from_sources)

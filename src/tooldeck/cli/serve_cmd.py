@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 TOKEN_ENV = "TOOLDECK_TOKEN"
 SCENES = ("chat", "session")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+NAMES_MODES = ("prefixed", "original")
+"""`sources.mcp.config.NAMES_MODES`, named here so that a usage error needs no MCP import."""
+NAMES_INVALID = "serve.names_invalid"
 
 
 def serve(
@@ -61,6 +64,10 @@ def serve(
     connect: Annotated[str | None, typer.Option(
         "--connect", metavar="WHEN", help="lazy | start: connect MCP servers on their first call (lazy) or now "
                                           "(start); default: `connect` in tooldeck.toml, else lazy.")] = None,
+    names: Annotated[str | None, typer.Option(
+        "--names", metavar="MODE", help="prefixed | original: call names of proxied MCP tools, mcp__<server>__<tool> "
+                                        "(prefixed) or the upstream name where unique (original); default: `names` "
+                                        "in the [mcp] table of tooldeck.toml, else prefixed.")] = None,
     scene: Annotated[str, typer.Option("--scene", metavar="SCENE",
                                        help="chat | session: which scene's tools to offer.")] = "session",
     records: Annotated[bool, typer.Option("--records/--no-records",
@@ -74,7 +81,7 @@ def serve(
     # KeyboardInterrupt here: Ctrl-C or SIGTERM before the server ran (while importing, opening the home)
     with _stop_on_sigterm(), contextlib.suppress(KeyboardInterrupt):
         _serve(home, stdio, http, profile, token, allow_host, allow_origin, loading, connect, scene, records,
-               log_level)
+               log_level, names)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -94,7 +101,7 @@ def _stop_on_sigterm() -> Iterator[None]:
 
 def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, token: str | None,
            allow_host: list[str] | None, allow_origin: list[str] | None, loading: Loading | None,
-           connect: str | None, scene: str, records: bool, log_level: str) -> None:
+           connect: str | None, scene: str, records: bool, log_level: str, names: str | None = None) -> None:
     import anyio
 
     from tooldeck.core.descriptors import Scene
@@ -105,6 +112,8 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
 
     if connect not in (None, "lazy", "start"):
         fail_usage(f"--connect must be lazy or start, not {connect!r}")
+    if names not in (None, *NAMES_MODES):
+        fail_usage(f"{NAMES_INVALID}: --names must be prefixed or original, not {names!r} (see docs/serve.md)")
     settings = ServeConfig()
     if not stdio:  # HTTP (the default transport): the token and the bounds may come from tooldeck.toml
         try:
@@ -120,6 +129,8 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
             # A gateway's tool list should not change under its clients: serve defers schemas unless told.
             loading = Loading.deferred
         runtime = with_loading(runtime, loading)
+        if names is not None and runtime.mcp is not None and names != runtime.mcp.config.names:
+            runtime.mcp.config = runtime.mcp.config.model_copy(update={"names": names})
         if connect is not None and runtime.mcp is not None:
             runtime.mcp.config = runtime.mcp.config.model_copy(update={"connect": connect})
             if connect == "start":

@@ -60,6 +60,9 @@ class ToolDescriptor:
     available: Availability | None = None
     model_name: str | None = None
     """The name the source wants the model to see before sanitising (e.g. an extension's `name`)."""
+    short_name: str | None = None
+    """A shorter name the tool takes instead of `model_name` when no other tool of the invocation claims it and
+    it is a valid call name as it is (an MCP tool's upstream name in names mode `original`)."""
     materialize: Callable[[ToolDescriptor, Any], ToolDescriptor] | None = field(default=None, compare=False)
     """Rewrites the descriptor for the invocation's Profile (e.g. the workspace roots in its text)."""
 
@@ -88,6 +91,8 @@ class ToolDescriptor:
             out["output_schema"] = self.output_schema
         if self.model_name is not None:
             out["model_name"] = self.model_name
+        if self.short_name is not None:
+            out["short_name"] = self.short_name
         return out
 
     @classmethod
@@ -101,4 +106,5 @@ class ToolDescriptor:
             annotations=ToolAnnotations.from_dict(data.get("annotations")),
             scenes=frozenset(data.get("scenes") or ALL_SCENES),
             model_name=data.get("model_name"),
+            short_name=data.get("short_name"),
         )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 
 from tooldeck.core.results import AgentToolResult
+from tooldeck.projection import TOOL_RESULTS_ROOT
 from tooldeck.snapshot.snapshot import Binding, Snapshot
 
 META_PREFIX = "tooldeck/"
@@ -96,3 +98,51 @@ def to_call_result(result: AgentToolResult, output_schema: Mapping[str, Any] | N
         is_error=result.is_error,
         meta=meta or None,
     )
+
+
+RELAYED_ERRORS = frozenset((None, "mcp.tool_error"))
+"""A proxied call whose result tooldeck kept as the server's (a success, or the tool's own `isError`); every
+other outcome (refused, timed out, not sent, ...) is tooldeck's own result and is not relayed."""
+
+
+def relayed_call_result(result: AgentToolResult, upstream: types.CallToolResult, workspace_root: Path,
+                        invocation_id: str) -> types.CallToolResult:
+    """A proxied tool's result as its server sent it: content blocks, `structuredContent`, `_meta` and `isError`
+    unchanged, plus tooldeck's `_meta` keys. When the text was over the inline limit (the projection spilled
+    it), the text blocks give way to the projected text (a preview and the path of the full text) and a
+    `resource_link` to the spilled file (`file://`, on this machine); the other blocks stay as sent."""
+    meta: dict[str, Any] = dict(upstream.meta or {})
+    if result.tool_id is not None:
+        meta[f"{META_PREFIX}tool_id"] = result.tool_id
+    if result.error_code is not None:
+        meta[f"{META_PREFIX}error_code"] = result.error_code
+    content: list[types.ContentBlock] = list(upstream.content)
+    spilled = _spilled_file(result, workspace_root, invocation_id)
+    if spilled is not None:
+        rel, path = spilled
+        content = [types.TextContent(type="text", text=result.content),
+                   *(b for b in content if not isinstance(b, types.TextContent)),
+                   types.ResourceLink(type="resource_link", uri=path.as_uri(), name=rel, mime_type="text/plain",
+                                      size=path.stat().st_size,
+                                      description=f"The full result ({result.structured.get('char_count')} "
+                                                  "characters).")]
+    return types.CallToolResult(content=content, structured_content=upstream.structured_content,
+                                is_error=upstream.is_error, meta=meta or None)
+
+
+def _spilled_file(result: AgentToolResult, workspace_root: Path, invocation_id: str) -> tuple[str, Path] | None:
+    """The text file the projection spilled this result to, or None. The upstream server's own structured
+    content may look like a spill marker, so the path must be one the projector wrote for this invocation
+    (listed in the result's refs, under `tool-results/<invocation>/`, inside the workspace)."""
+    marker = result.structured
+    if not isinstance(marker, Mapping) or marker.get("externalized") is not True:
+        return None
+    rel = marker.get("path")
+    if not isinstance(rel, str) or rel not in result.resource_refs \
+            or not rel.startswith(f"{TOOL_RESULTS_ROOT}/{invocation_id}/"):
+        return None
+    root = workspace_root.resolve()
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return rel, path

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
@@ -42,10 +42,11 @@ from tooldeck.server.connections import ACCEPT_BACKLOG, ConnectionLimiter, conne
 from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
-from tooldeck.server.mapping import to_call_result
+from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
+from tooldeck.sources.mcp import collect_results
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -106,7 +107,7 @@ class TooldeckMCPServer:
         )
         # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
         # What stays: faults escaping a handler become JSON-RPC -32603, never the SDK's code 0.
-        self.server.middleware = [FaultBoundary()]
+        self.server.middleware = [FaultBoundary(), RawArguments(self)]
 
     # -- lifecycle --------------------------------------------------------------------------------
     @asynccontextmanager
@@ -162,26 +163,38 @@ class TooldeckMCPServer:
 
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
                          params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
-        if not params.name:
+        return await self.call(ctx, params.name, params.arguments, params)
+
+    async def call(self, ctx: ServerRequestContext[Any, Any], name: str, arguments: Any,
+                   params: types.CallToolRequestParams | None = None,
+                   ) -> types.CallToolResult | types.InputRequiredResult:
+        """One `tools/call`: `arguments` as the client sent them (an object, or - see `RawArguments` - any
+        other JSON value, which the gate refuses as `tool.invalid_arguments`)."""
+        if not name:
             raise MCPError(types.INVALID_PARAMS, "tools/call needs a tool name; see tools/list for the names.")
         session = self._session(ctx)
         view = session.view
         request_id = ctx.request_id
-        modern = (InputRequiredConfirm(params) if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-                  and declared_elicitation(ctx.session) else None)
+        modern = (InputRequiredConfirm(params) if params is not None
+                  and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declared_elicitation(ctx.session) else None)
         confirm = modern if modern is not None else _handshake_confirm(ctx.session, request_id)
         inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
                                       headless=self.options.headless, confirm=confirm, snapshot=view.snapshot)
-        call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": params.name}
-        if params.arguments is not None:
-            call["arguments"] = params.arguments
-        [result] = await inv.arun([call])
+        call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
+        if arguments is not None:
+            call["arguments"] = arguments
+        with collect_results() as upstream:
+            [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:
             return question  # the call was held (not run); the client asks its user and retries
-        if result.error_code == UNKNOWN_TOOL:
-            # The spec's protocol error for an unknown tool; the message lists the tools there are.
+        binding = view.by_name.get(name)
+        if binding is None and result.error_code == UNKNOWN_TOOL:
+            # The spec's protocol error for an unknown tool; the message lists the tools there are. A tool that
+            # exists (run_tool included, whatever its target) always answers with a result.
             raise MCPError(types.INVALID_PARAMS, result.content, data={"code": UNKNOWN_TOOL})
-        binding = view.by_name.get(params.name)
+        sent = upstream.get(call["id"])
+        if sent is not None and result.error_code in RELAYED_ERRORS:
+            return relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
         return to_call_result(result, binding.descriptor.output_schema if binding is not None else None)
 
     # -- transports -------------------------------------------------------------------------------
@@ -229,6 +242,25 @@ class TooldeckMCPServer:
         if on_ready is not None:
             on_ready()
         await server.serve(sockets=[sock])
+
+
+class RawArguments(ServerMiddleware[Any]):
+    """`tools/call` whose `arguments` is not an object: the SDK would answer JSON-RPC -32602 before any handler
+    runs. The MCP spec asks input validation errors to be tool results the model can act on, so the call goes
+    to the gate as it came, which answers `tool.invalid_arguments` with the library's text (a JSON text of an
+    object is decoded, as the library does). An unknown tool name stays the protocol error."""
+
+    def __init__(self, server: TooldeckMCPServer) -> None:
+        self.server = server
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params
+        if ctx.method == "tools/call" and isinstance(params, Mapping):
+            arguments = params.get("arguments")
+            name = params.get("name")
+            if arguments is not None and not isinstance(arguments, Mapping) and isinstance(name, str):
+                return await self.server.call(ctx, name, arguments)
+        return await call_next(ctx)
 
 
 def _handshake_confirm(session: Any, request_id: types.RequestId | None) -> Confirm:

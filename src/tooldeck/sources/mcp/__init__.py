@@ -9,7 +9,9 @@ What a host or an integration needs, with no import from the modules behind it:
 - for code that talks to MCP servers itself (a relay), the two translations this package owns: a tool
   result into a `ToolOutput` (`result_output`, `SaveTarget`), and a failure into a code, a cause and a
   next step (`classify` with `Evidence` and `Target` for a server, `classify_call` with `CallFacts` and
-  `CallOutcome` for a call).
+  `CallOutcome` for a call);
+- for a gateway that relays results as the servers sent them (`tooldeck serve`): `collect_results`, a
+  context manager that collects the upstream `CallToolResult` of each MCP call made inside it, by call id.
 
 Every name is imported on first use (PEP 562): importing this package, or `config` and `wiring`
 inside it, does not import the MCP SDK (about half a second), so a Runtime whose home configures no
@@ -31,6 +33,7 @@ if typing.TYPE_CHECKING:
     from tooldeck.sources.mcp.evidence import Evidence
     from tooldeck.sources.mcp.failures import Failure, Target
     from tooldeck.sources.mcp.manager import McpManager
+    from tooldeck.sources.mcp.relay import collect_results
     from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
 
 # public name -> the module that defines it (`errors` is the module itself)
@@ -51,6 +54,7 @@ _EXPORTS = {
     "ToolInfo": "reports",
     "classify": "classify",
     "classify_call": "call_outcome",
+    "collect_results": "relay",
     "errors": "errors",
     "expand": "config",
     "load": "config",
@@ -74,6 +78,7 @@ __all__ = [
     "ToolInfo",
     "classify",
     "classify_call",
+    "collect_results",
     "errors",
     "expand",
     "load",

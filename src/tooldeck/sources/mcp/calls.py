@@ -21,7 +21,7 @@ from typing import Any
 from tooldeck.catalog.sources import CallContext, Executable
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
-from tooldeck.sources.mcp import health
+from tooldeck.sources.mcp import health, relay
 from tooldeck.sources.mcp.call_outcome import CallFacts, classify_call
 from tooldeck.sources.mcp.content import SaveTarget, result_output
 from tooldeck.sources.mcp.discovery import Discovery
@@ -57,7 +57,8 @@ class Calls:
                 return refusal
             timeout = call_timeout(state.config.call_timeout_for(native), ctx.invocation.profile.timeout_for(tool_id))
             target = SaveTarget(ctx.run.workspace_root, ctx.invocation.id, ctx.call_id, ctx.round)
-            return await self.loop.get().run(self.send(state, native, args, timeout, target))
+            sink = relay.current()  # read here: the send below runs on the MCP loop, in another context
+            return await self.loop.get().run(self.send(state, native, args, timeout, target, sink))
 
         return Executable(call)
 
@@ -82,7 +83,7 @@ class Calls:
         return None
 
     async def send(self, state: ServerState, native: str, args: dict[str, Any], timeout: float,
-                   target: SaveTarget) -> ToolOutput:
+                   target: SaveTarget, sink: relay.Sink | None = None) -> ToolOutput:
         """On the MCP loop: connect, list again on a new session, call once, map the result or the failure."""
         server = state.config.name
         try:
@@ -104,6 +105,8 @@ class Calls:
             if outcome.failure is not None:
                 health.failed(self.servers.dirs, state, outcome.failure, persist=outcome.persist)
             return outcome.output
+        if sink is not None:
+            sink[target.call_id] = result
         return result_output(result, target)
 
 

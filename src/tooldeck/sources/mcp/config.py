@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tooldeck.naming import mcp_model_name
 from tooldeck.sources.mcp.errors import (
     CONFIG_ENDPOINT_CONFLICT,
     CONFIG_ENDPOINT_MISSING,
@@ -37,6 +38,11 @@ JSON_FILE = "mcp.json"
 
 Permission = Literal["off", "ask", "allow"]
 Transport = Literal["stdio", "http"]
+Names = Literal["prefixed", "original"]
+NAMES_MODES: tuple[str, ...] = ("prefixed", "original")
+ALIAS_MAX = 20
+"""An alias is at most as long as the server part of a call name can be (naming.MCP_SERVER_SHARE)."""
+_ALIAS = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
 
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 DEFAULT_CALL_TIMEOUT_S = 60.0
@@ -78,6 +84,21 @@ class ServerConfig(BaseModel):
     paused: bool = False
     protocol: Literal["auto", "legacy"] = "auto"
     """`auto` probes for the 2026 protocol and falls back to the initialize handshake; `legacy` forces it."""
+    alias: str | None = None
+    """The server part of its tools' call names (`mcp__<alias>__<tool>`) instead of the server's name."""
+
+    @field_validator("alias")
+    @classmethod
+    def _alias_shape(cls, value: str | None) -> str | None:
+        if value is not None and (len(value) > ALIAS_MAX or not _ALIAS.fullmatch(value)):
+            raise ValueError(f"alias {value!r} must be 1-{ALIAS_MAX} letters, digits or inner `-` (it becomes the "
+                             "server part of call names, mcp__<alias>__<tool>)")
+        return value
+
+    @property
+    def label(self) -> str:
+        """What its call names are built from: the alias, else the server's name."""
+        return self.alias or self.name
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -123,6 +144,9 @@ class McpConfig(BaseModel):
     startup_wait_s: float = Field(default=15.0, ge=0)
     """How long opening the runtime waits for the first discovery of servers with no cached catalog."""
     files: list[str] = Field(default_factory=list)
+    names: Names = "prefixed"
+    """Call names of MCP tools: `prefixed` (`mcp__<server>__<tool>`) or `original` (the upstream name where no
+    other tool claims it, the prefixed name on a clash; decided in `catalog.bindings.prepare`)."""
 
     def permission_for(self, server: ServerConfig, tool: str) -> Permission:
         settings = server.tools.get(tool)
@@ -243,6 +267,7 @@ def load(home: str | Path) -> McpConfig | None:
             sources.append(str(toml_path))
             prefix = f"mcp.servers.{name}"
         servers[name] = _server(name, raw, " + ".join(sources), prefix)
+    _check_aliases(servers)
     try:
         return McpConfig(servers=servers, files=files, **top)
     except ValidationError as exc:
@@ -332,6 +357,21 @@ def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerC
         if problem is not None:
             raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.url` {problem}")
     return server
+
+
+def _check_aliases(servers: Mapping[str, ServerConfig]) -> None:
+    """Two servers must not build their call names from the same label: an alias may not repeat another
+    server's alias or name (compared as call names compare, case-insensitively, `-` as `_`)."""
+    seen: dict[str, ServerConfig] = {}
+    for server in servers.values():
+        key = mcp_model_name(server.label, "x").casefold().replace("-", "_")
+        other = seen.get(key)
+        if other is not None and (server.alias is not None or other.alias is not None):
+            aliased = server if server.alias is not None else other
+            raise McpConfigError(CONFIG_INVALID, f"{aliased.source}: the alias {aliased.alias!r} of server "
+                                 f"{aliased.name!r} gives the same call names as server "
+                                 f"{(other if aliased is server else server).name!r}; pick another alias")
+        seen[key] = server
 
 
 def url_problem(url: str) -> str | None:

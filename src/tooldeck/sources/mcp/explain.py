@@ -66,7 +66,7 @@ def owner(states: Iterable[ServerState], call_name: str) -> ServerState | None:
     rest = folded[len(MCP_PREFIX):]
     best: tuple[int, ServerState] | None = None
     for state in states:
-        seg = _segment(state.config.name)
+        seg = _segment(state.config.label)
         shortest = min(len(seg), MCP_SERVER_SHARE)
         for cut in range(len(seg), shortest - 1, -1):
             if rest.startswith(seg[:cut] + "__"):
@@ -82,7 +82,7 @@ def _catalog_tool(state: ServerState, call_name: str) -> str | None:
         return None
     folded = _fold(call_name)
     for tool in state.catalog.tools:
-        model = _fold(mcp_model_name(state.config.name, tool["name"]))
+        model = _fold(mcp_model_name(state.config.label, tool["name"]))
         if folded == model or (folded.startswith(model + "__") and folded[len(model) + 2:].isdigit()):
             return str(tool["name"])
     return None

@@ -84,8 +84,10 @@ class McpManager:
 
     @config.setter
     def config(self, config: cfg.McpConfig) -> None:
-        """A host may replace it (`tooldeck serve --connect`); permissions are re-read from it at once."""
+        """A host may replace it (`tooldeck serve --connect`, `--names`); permissions and call names are re-read
+        from it at once."""
         self.servers.config = config
+        self.servers.rebuild()
 
     @property
     def loop(self) -> BackgroundLoop:

@@ -86,6 +86,7 @@ class Servers:
         """Recompute what is offered from the catalogs in memory (after a listing)."""
         offered: list[ToolDescriptor] = []
         permissions: dict[str, cfg.Permission] = {}
+        original = self.config.names == "original"
         for state in self.by_name.values():
             if state.catalog is None:
                 continue
@@ -97,18 +98,22 @@ class Servers:
                 permissions[str(tid)] = perm
                 if perm == "off" or server.paused:
                     continue
-                offered.append(descriptor(tid, server.name, tool))
+                offered.append(descriptor(tid, server.name, tool, server.label, original))
         with self._lock:
             self.offered = tuple(offered)
             self.permissions = permissions
 
 
-def descriptor(tid: ToolId, server: str, tool: dict[str, Any]) -> ToolDescriptor:
-    """The descriptor of one listed tool (a raw MCP tool object, wire field names)."""
+def descriptor(tid: ToolId, server: str, tool: dict[str, Any], label: str | None = None,
+               original: bool = False) -> ToolDescriptor:
+    """The descriptor of one listed tool (a raw MCP tool object, wire field names). Its call name is
+    `mcp__<label>__<tool>` (label: the server's alias, else its name); with `original` (names mode) the upstream
+    name is offered as the short name, which it gets where no other tool claims it."""
     annotations = tool.get("annotations") or {}
     description = tool.get("description") or f'MCP tool "{tid.name}" from server "{server}".'
     return ToolDescriptor(
         id=tid, description=description, input_schema=tool["inputSchema"],
         title=tool.get("title") or annotations.get("title"), output_schema=tool.get("outputSchema"),
-        annotations=_MUTATING, model_name=mcp_model_name(server, tid.name),
+        annotations=_MUTATING, model_name=mcp_model_name(label or server, tid.name),
+        short_name=tid.name if original else None,
     )

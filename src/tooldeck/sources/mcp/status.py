@@ -46,6 +46,6 @@ def tools(servers: Servers, name: str) -> list[ToolInfo]:
     if state.catalog is None:
         return []
     return [ToolInfo(str(ToolId.mcp(state.rid, tool["name"])), tool["name"],
-                     mcp_model_name(state.config.name, tool["name"]), servers.permission(state, tool["name"]),
+                     mcp_model_name(state.config.label, tool["name"]), servers.permission(state, tool["name"]),
                      tool.get("description") or "")
             for tool in state.catalog.tools]
