@@ -170,7 +170,7 @@ class Runtime:
         self.catalog = Catalog([builtin_source([*meta.TOOLS, *chosen]),
                                 self.extensions, *sources])
         self.recorder: Recorder = self._make_recorder(records)
-        self.recording = not isinstance(self.recorder, NullRecorder)
+        self.recording = self.recorder.recording
         self.confirm = confirm
         self.runs: dict[str, RunState] = {}
         self._gate_tables: BuiltOnce[GateTable] = BuiltOnce(256)
