@@ -188,6 +188,25 @@ def write(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], budge
                             "that the file is writable") from exc
 
 
+def write_one(conn: sqlite3.Connection, statement: str, params: Any, budget_ms: int, path: Path) -> sqlite3.Cursor:
+    """One statement as its own transaction, retried and reported as `write` does. With no transaction
+    open (`isolation_level=None`), SQLite takes the write lock as the statement starts, so this is
+    `BEGIN IMMEDIATE; statement; COMMIT` without the two extra round trips through the driver."""
+    try:
+        try:
+            return conn.execute(statement, params)
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+        return retry(lambda: conn.execute(statement, params), budget_ms)
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise TooldeckError("records.busy", f"the records store {path} stayed locked by another writer; "
+                                "retry, or raise busy_timeout_ms") from exc
+        raise TooldeckError("records.write_failed", f"writing {path} failed: {exc}; check free disk space and "
+                            "that the file is writable") from exc
+
+
 # -- value encodings -------------------------------------------------------------------------------
 
 def untext(value: Any) -> Any:

@@ -26,7 +26,7 @@ from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, S
 from tooldeck.records.queries import SqliteQueries, reader
 from tooldeck.records.reader import FINAL_STATUSES, CallRecord, Event, InvocationHistory, InvocationSummary
 from tooldeck.records.schema import RESULT_BATCH_BITS, migrate
-from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump, write
+from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump, write, write_one
 
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
 _KNOWN_SNAPSHOTS = 64
@@ -39,6 +39,11 @@ _OWN_INVOCATION = "INSERT INTO owner_invocations (owner_id, invocation_id) VALUE
 _INSERT_SNAPSHOT = ("INSERT INTO snapshots (snapshot_id, provider, json, created_at) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT DO NOTHING")
 _INSERT_RUN_EVENT = "INSERT INTO events (invocation_id, run_id, kind, data, at) VALUES (NULL, ?, ?, ?, ?)"
+
+
+def _constraint(what: str, exc: sqlite3.IntegrityError) -> TooldeckError:
+    return rejected(what, f"{exc}. Record the invocation (invocation_started) before its calls, and never reuse a "
+                    "round number")
 
 
 class SqliteRecorder:
@@ -81,6 +86,15 @@ class SqliteRecorder:
         out = write(self._conns.get(), fn, self.busy_timeout_ms, self.path)
         self._checkpointer.wrote()
         return out
+
+    def _write_one(self, statement: str, params: Any, what: str) -> sqlite3.Cursor:
+        """One statement as its own write transaction: the common writes of a turn (`sqlite.write_one`)."""
+        try:
+            cursor = write_one(self._conns.get(), statement, params, self.busy_timeout_ms, self.path)
+        except sqlite3.IntegrityError as exc:
+            raise _constraint(what, exc) from exc
+        self._checkpointer.wrote()
+        return cursor
 
     def _owner_id(self) -> int:
         """The `owners` row of the calling process (registered once per process)."""
@@ -199,7 +213,10 @@ class SqliteRecorder:
                 conn.execute(sql.INSERT_RESULTS, (turn_id << RESULT_BATCH_BITS, *batch0))
             return turn_id
 
-        turn_id = self._guarded(tx, what)
+        if owned and batch0 is None:  # the common turn: one statement
+            turn_id: int = self._write_one(sql.INSERT_TURN, params, what).lastrowid  # type: ignore[assignment]
+        else:
+            turn_id = self._guarded(tx, what)
         self._owned.add(invocation_id)
         if dense and len(refused) < len(calls):
             self._remember(invocation_id, round, (turn_id, len(calls), 1 if refused else 0, done))
@@ -245,13 +262,10 @@ class SqliteRecorder:
             turn_id, n, batch, written = progress
             row = ((turn_id << RESULT_BATCH_BITS) | batch, len(results), errors, unknown, now, encoded)
 
-            def next_batch(conn: sqlite3.Connection) -> bool:
-                if conn.execute(sql.INSERT_NEXT_RESULTS, row).rowcount:
-                    return True
-                checked.finish(conn, invocation_id, round, calls, results, now)
-                return False
-
-            if self._guarded(next_batch, what) and written | mask != (1 << n) - 1:
+            if not self._write_one(sql.INSERT_NEXT_RESULTS, row, what).rowcount:
+                self._progress.pop(key, None)
+                self._guarded(lambda conn: checked.finish(conn, invocation_id, round, calls, results, now), what)
+            elif written | mask != (1 << n) - 1:
                 self._progress[key] = (turn_id, n, batch + 1, written | mask)
             else:
                 self._progress.pop(key, None)
@@ -260,19 +274,17 @@ class SqliteRecorder:
             self._progress.pop(key, None)
         params = (len(results), errors, unknown, now, encoded, invocation_id, round, top)
 
-        def first_or_checked(conn: sqlite3.Connection) -> None:
-            if distinct and conn.execute(sql.INSERT_FIRST_RESULTS, params).rowcount:
-                return
-            checked.finish(conn, invocation_id, round, calls, results, now)
-
-        self._guarded(first_or_checked, what)
+        if distinct and self._write_one(sql.INSERT_FIRST_RESULTS, params, what).rowcount:
+            return
+        # Anything else is checked call by call under the write lock (a later transaction: the insert
+        # above changed nothing, and the check reads everything again).
+        self._guarded(lambda conn: checked.finish(conn, invocation_id, round, calls, results, now), what)
 
     def _guarded(self, tx: Any, what: str) -> Any:
         try:
             return self._write(tx)
         except sqlite3.IntegrityError as exc:
-            raise rejected(what, f"{exc}. Record the invocation (invocation_started) before its calls, and never "
-                            "reuse a round number") from exc
+            raise _constraint(what, exc) from exc
 
     def close(self) -> None:
         """Close every connection. The process is marked settled when it leaves no open call behind,
