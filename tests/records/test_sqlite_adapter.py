@@ -173,3 +173,37 @@ def test_a_one_statement_write_gives_records_busy_when_the_lock_never_comes(tmp_
     _one_call_finished(store, inv, 1)
     assert [(c.round, c.status) for c in store.history(inv).calls] == [(1, "completed")]
     store.close()
+
+
+def _rows_in_main_file(path: Path, copy: Path) -> int:
+    """Rows of `t` in the main database file alone (what checkpoints have copied out of the WAL)."""
+    copy.write_bytes(path.read_bytes())
+    with sqlite3.connect(copy) as conn:
+        try:
+            return conn.execute("SELECT count(*) FROM t").fetchone()[0]
+        except sqlite3.DatabaseError:  # not checkpointed yet, or copied while a checkpoint wrote it
+            return 0
+
+
+def test_the_checkpointer_runs_after_every_n_writes_again_and_again(tmp_path: Path) -> None:
+    import time
+
+    from tooldeck.records.sqlite import Checkpointer, Connections, write
+
+    path = tmp_path / "cp.sqlite"
+    conns = Connections(path, 30_000, "NORMAL")
+    checkpointer = Checkpointer(conns, every=50, idle_s=3600)  # only the write count wakes it
+    conn = conns.get()
+    conn.execute("CREATE TABLE t (x)")
+    try:
+        for expected in (50, 100, 150):
+            for _ in range(50):
+                write(conn, lambda c: c.execute("INSERT INTO t VALUES (1)"), 30_000, path)
+                checkpointer.wrote()
+            deadline = time.monotonic() + 30
+            while _rows_in_main_file(path, tmp_path / "copy.sqlite") < expected:
+                assert time.monotonic() < deadline, f"no checkpoint after {expected} writes"
+                time.sleep(0.02)
+    finally:
+        checkpointer.stop()
+        conns.close()

@@ -115,7 +115,9 @@ class Checkpointer:
         self.pending += 1
         if self._pid != _Process.pid:
             self._start()
-        elif self.pending >= self.every:
+        elif self.pending >= self.every and not self._wake.is_set():
+            # Once: while the thread checkpoints (an fsync, milliseconds) writers go on, and an
+            # Event.set per write (a lock and a notify) cost them more than the write's own Python.
             self._wake.set()
 
     def _start(self) -> None:
