@@ -59,11 +59,18 @@ async def per_call(home: Path) -> None:
     rows, cpu = await _interleaved({"records off": variant(inv_off, turn), "records on": variant(inv_on, turn)},
                                    inner=20, repeats=31, per=TURN)
     _print(f"Per call in a turn of {TURN} (median over 31 interleaved batches of 20 turns):", rows, cpu)
+    ten = (dict(rows), dict(cpu))
     rows, cpu = await _interleaved({"records off": variant(inv_off, one), "records on": variant(inv_on, one)},
                                    inner=100, repeats=31, per=1)
     _print("The one-call turn (median over 31 interleaved batches of 100 turns):", rows, cpu)
     off.close()
     on.close()
+    print("Per turn (issue 13: the one-call turn with records on, target ≤ 30 µs), wall / CPU µs:")
+    for label, (wall, cpu_v), per in (("turn of 1", (dict(rows), dict(cpu)), 1), (f"turn of {TURN}", ten, TURN)):
+        print(f"  {label:<11} records off {wall['records off'] * per:8.2f} / {cpu_v['records off'] * per:8.2f}   "
+              f"records on {wall['records on'] * per:8.2f} / {cpu_v['records on'] * per:8.2f}   "
+              f"{wall['records on'] / wall['records off']:6.2f}× / {cpu_v['records on'] / cpu_v['records off']:6.2f}× "
+              "records off")
 
 
 def _print(title: str, rows: list[tuple[str, float]], cpu: list[tuple[str, float]], unit: str = "call") -> None:
@@ -180,6 +187,83 @@ def port_only(home: Path) -> None:
           f"{statistics.median(samples_wall):.2f} µs wall, {statistics.median(samples_cpu):.2f} µs CPU per call")
 
 
+def sqlite_floor(home: Path) -> None:
+    """What SQLite alone costs for the rows of a one-call turn (same file settings as the store, the
+    statements of records/statements.py, values bound in advance): the admission and the result as two
+    write transactions (what the durability promise needs: the admission is committed before the tool
+    runs, the result before `arun` returns), as one, and two empty ones; against the store's port calls
+    for the same turn. Interleaved, median over 31 batches of 200 turns."""
+    from tooldeck.records import statements as sql
+    from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
+    from tooldeck.records.store import SqliteRecorder
+
+    stores = {name: SqliteRecorder(home / "floor" / name / "records.sqlite") for name in ("port", "2", "1", "0")}
+    for store in stores.values():
+        store.invocation_started(InvocationInfo("run_f", "inv_f", "openai", "chat", False, "snap_f", "{}", 1.0))
+        store.calls_admitted("inv_f", 1, [RequestedCall("call_0", "add", ARGS, 0)], [], 1.0)  # owned from now on
+    calls = '[[0,"call_0","add","{\\"a\\": 1, \\"b\\": 2}","extension/bench:add",{"a":1,"b":2},1.0]]'
+    result = '[[0,"completed","extension/bench:add",1.0,2.0,"3",3,false,null,null,3,null]]'
+    req = [RequestedCall("call_0", "add", ARGS, 0)]
+    started = [StartedCall("call_0", 0, "extension/bench:add", {"a": 1, "b": 2})]
+    finished = [FinishedCall("call_0", 0, "extension/bench:add", "completed", {"a": 1, "b": 2}, "3", 3, False, None,
+                             [], 3, 1.0, 2.0)]
+    rounds = dict.fromkeys(stores, 1)
+    conns = {name: sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+             for name, store in stores.items() if name != "port"}
+    for conn in conns.values():
+        for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON", "busy_timeout = 30000"):
+            conn.execute(f"PRAGMA {pragma}")
+
+    def port() -> None:
+        rounds["port"] += 1
+        stores["port"].calls_admitted("inv_f", rounds["port"], req, started, 1.0)
+        stores["port"].calls_finished("inv_f", rounds["port"], finished)
+
+    def raw(name: str, together: bool) -> Callable[[], None]:
+        conn = conns[name]
+        owner = conn.execute("SELECT owner_id FROM owners").fetchone()[0]
+
+        def run() -> None:
+            rounds[name] += 1
+            conn.execute("BEGIN IMMEDIATE")
+            turn_id = conn.execute(sql.INSERT_TURN, ("inv_f", rounds[name], owner, 1.0, 1, 1, calls)).lastrowid
+            if not together:
+                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+            conn.execute(sql.INSERT_NEXT_RESULTS, (turn_id << 20, 1, 0, 0, 1.0, result))
+            conn.execute("COMMIT")
+        return run
+
+    def empty() -> None:
+        conns["0"].execute("BEGIN IMMEDIATE")
+        conns["0"].execute("COMMIT")
+        conns["0"].execute("BEGIN IMMEDIATE")
+        conns["0"].execute("COMMIT")
+
+    variants = {"the store's two port calls": port, "SQLite: two transactions": raw("2", False),
+                "SQLite: one transaction": raw("1", True), "SQLite: two empty transactions": empty}
+    wall: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(31):
+        for name, fn in variants.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(200):
+                fn()
+            wall[name].append((time.perf_counter() - w0) / 200 * 1e6)
+            cpu[name].append((time.process_time() - c0) / 200 * 1e6)
+    print("Where a one-call turn's records go: the same rows through the store and through bare SQLite, per turn "
+          "(31 interleaved batches of 200):")
+    base = "the store's two port calls"
+    print("  wall time:")
+    report([(n, statistics.median(v)) for n, v in wall.items()], base)
+    print("  CPU time of the process:")
+    report([(n, statistics.median(v)) for n, v in cpu.items()], base)
+    for conn in conns.values():
+        conn.close()
+    for store in stores.values():
+        store.close()
+
+
 def _history(home: Path) -> tuple[tooldeck.Runtime, str]:
     rt = _runtime(home / "history", True)
     inv = rt.invocation()
@@ -223,6 +307,7 @@ def main() -> None:
         asyncio.run(per_call(Path(tmp)))
         asyncio.run(waiting_turns(Path(tmp)))
         port_only(Path(tmp))
+        sqlite_floor(Path(tmp))
         replay_speed(Path(tmp))
 
 

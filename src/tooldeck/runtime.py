@@ -56,7 +56,7 @@ class Runtime:
                                 self.extensions, *sources])
         self.snapshots = Snapshots(self.catalog)
         self.recorder: Recorder = self._make_recorder(records)
-        self.recording = not isinstance(self.recorder, NullRecorder)
+        self.recording = self.recorder.recording
         self.confirm = confirm
         self.runs: dict[str, RunState] = {}
         self._loop: asyncio.AbstractEventLoop | None = None

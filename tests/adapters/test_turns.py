@@ -149,6 +149,8 @@ async def test_one_cancelled_caller_leaves_the_turn_running_for_the_others(make_
 class FailingRecorder:
     """A records port that fails the turn's first write, as a full disk would."""
 
+    recording = True
+
     def invocation_started(self, *args: Any) -> None:
         pass
 

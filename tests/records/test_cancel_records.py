@@ -59,12 +59,15 @@ async def test_a_cancelled_shell_records_its_own_result_and_resume_never_reruns_
     rt = make_runtime(allow=["builtin:workspace.shell"])
     inv = rt.invocation()
     marker = inv.run_state.workspace_root / "output" / "c.txt"
-    command = "echo kept > /output/c.txt; echo before; for i in $(seq 1 200); do sleep 0.05; done; echo late"
+    # "before" is printed before the marker is written, so once the marker exists the output is in the
+    # pipe, and the loop reads it on its next pass (the sleep after the marker), before the cancel.
+    command = "echo before; echo kept > /output/c.txt; for i in $(seq 1 200); do sleep 0.05; done; echo late"
     task = asyncio.create_task(inv.arun([{"id": "sh", "name": "workspace_shell", "arguments": {"command": command}}]))
-    for _ in range(200):
+    for _ in range(1000):
         if marker.exists():
             break
         await asyncio.sleep(0.02)
+    await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

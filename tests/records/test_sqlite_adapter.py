@@ -104,3 +104,106 @@ def test_a_turns_batches_are_consecutive_rowids_and_finished_turns_are_forgotten
                              [StartedCall("c", 0, "extension/test:search", {})], 1.0)
     assert 0 < len(store._progress) <= 4_096
     store.close()
+
+
+def _one_call_admitted(store: SqliteRecorder, inv: str, round_no: int) -> None:
+    from tooldeck.records.port import RequestedCall, StartedCall
+
+    store.calls_admitted(inv, round_no, [RequestedCall("c", "search", '{"x": 1}', 0)],
+                         [StartedCall("c", 0, "extension/test:search", {"x": 1})], 1.0)
+
+
+def _one_call_finished(store: SqliteRecorder, inv: str, round_no: int) -> None:
+    from tooldeck.records.port import FinishedCall
+
+    store.calls_finished(inv, round_no, [FinishedCall("c", 0, "extension/test:search", "completed", {"x": 1}, "ok",
+                                                      None, False, None, [], None, 1.0, 2.0)])
+
+
+def test_a_one_statement_write_waits_for_another_writer_and_then_commits(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "records.sqlite"
+    store = SqliteRecorder(path, busy_timeout_ms=10_000)
+    inv = start_invocation(store)
+    _one_call_admitted(store, inv, 1)  # the invocation is this process's now: the next turns are one statement
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    released = threading.Event()
+
+    def release() -> None:
+        released.wait(10)
+        other.execute("COMMIT")
+
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    threading.Timer(0.2, released.set).start()
+    try:
+        _one_call_admitted(store, inv, 2)
+        assert released.is_set()  # it waited for the other writer
+        _one_call_finished(store, inv, 2)
+    finally:
+        released.set()
+        releaser.join()
+        other.close()
+    assert [(c.round, c.status) for c in store.history(inv).calls] == [(1, "started"), (2, "completed")]
+    store.close()
+
+
+@pytest.mark.parametrize("step", ["admitted", "finished"])
+def test_a_one_statement_write_gives_records_busy_when_the_lock_never_comes(tmp_path: Path, step: str) -> None:
+    path = tmp_path / "records.sqlite"
+    store = SqliteRecorder(path, busy_timeout_ms=100)
+    inv = start_invocation(store)
+    _one_call_admitted(store, inv, 1)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(TooldeckError) as err:
+            if step == "admitted":
+                _one_call_admitted(store, inv, 2)
+            else:
+                _one_call_finished(store, inv, 1)
+        assert err.value.code == "records.busy" and "busy_timeout_ms" in str(err.value)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    # nothing was written, and the store still works
+    assert [(c.round, c.status) for c in store.history(inv).calls] == [(1, "started")]
+    _one_call_finished(store, inv, 1)
+    assert [(c.round, c.status) for c in store.history(inv).calls] == [(1, "completed")]
+    store.close()
+
+
+def _rows_in_main_file(path: Path, copy: Path) -> int:
+    """Rows of `t` in the main database file alone (what checkpoints have copied out of the WAL)."""
+    copy.write_bytes(path.read_bytes())
+    with sqlite3.connect(copy) as conn:
+        try:
+            return conn.execute("SELECT count(*) FROM t").fetchone()[0]
+        except sqlite3.DatabaseError:  # not checkpointed yet, or copied while a checkpoint wrote it
+            return 0
+
+
+def test_the_checkpointer_runs_after_every_n_writes_again_and_again(tmp_path: Path) -> None:
+    import time
+
+    from tooldeck.records.sqlite import Checkpointer, Connections, write
+
+    path = tmp_path / "cp.sqlite"
+    conns = Connections(path, 30_000, "NORMAL")
+    checkpointer = Checkpointer(conns, every=50, idle_s=3600)  # only the write count wakes it
+    conn = conns.get()
+    conn.execute("CREATE TABLE t (x)")
+    try:
+        for expected in (50, 100, 150):
+            for _ in range(50):
+                write(conn, lambda c: c.execute("INSERT INTO t VALUES (1)"), 30_000, path)
+                checkpointer.wrote()
+            deadline = time.monotonic() + 30
+            while _rows_in_main_file(path, tmp_path / "copy.sqlite") < expected:
+                assert time.monotonic() < deadline, f"no checkpoint after {expected} writes"
+                time.sleep(0.02)
+    finally:
+        checkpointer.stop()
+        conns.close()

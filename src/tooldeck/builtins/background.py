@@ -45,8 +45,8 @@ def manager_for(run: Any, roots: Any | None = None) -> BackgroundManager:
         from tooldeck.catalog.profile import WorkspaceRoots
 
         policy = PathPolicy.from_roots(roots or WorkspaceRoots())
-        store = getattr(run, "records", None)
-        log = StoreEventLog(store, run.run_id) if hasattr(store, "append_run_event") else None
+        recorder = run.records  # the runtime's recorder when records are on, else None
+        log = StoreEventLog(recorder, run.run_id) if recorder is not None and recorder.recording else None
         manager = run.state[STATE_KEY] = BackgroundManager(Path(run.workspace_root), policy, log=log)
     return manager
 

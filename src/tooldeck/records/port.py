@@ -8,6 +8,11 @@ the results that arrived while others still run are written in batches (records/
 the end of the turn writes the rest. The gate runs no tool and does no I/O; should it raise, the
 runtime still writes the raw arguments with `calls_requested` before the error propagates.
 `calls_requested` + `calls_started` remain for hosts that record the steps separately.
+
+The port also holds the event log: `record_event` (an invocation's events, e.g. `invocation_resumed`)
+and the run-scoped streams (`append_run_event` / `run_events`, e.g. the shell's background tasks).
+`recording` says whether the recorder keeps anything: the runtime decides "records on" by it, not by
+the recorder's type, so a subclass of `NullRecorder` that records is recorded.
 """
 
 from __future__ import annotations
@@ -71,6 +76,10 @@ class FinishedCall:
 
 
 class Recorder(Protocol):
+    recording: bool
+    """True if this recorder keeps records: the runtime then builds and writes a turn's records (and
+    runs hand their event streams to it); False for `NullRecorder` (records off)."""
+
     def invocation_started(self, info: InvocationInfo) -> None: ...
 
     def calls_requested(self, invocation_id: str, round: int, calls: list[RequestedCall], at: float) -> None: ...
@@ -88,11 +97,28 @@ class Recorder(Protocol):
         call: a repeat is kept apart and does not change the recorded outcome)."""
         ...
 
+    def record_event(self, invocation_id: str | None, kind: str, data: dict[str, Any]) -> None:
+        """An event of an invocation (kept in order; read back with the read API's `events`)."""
+        ...
+
+    def append_run_event(self, run_id: str, kind: str, data: dict[str, Any]) -> None:
+        """Append `data` to the run's `kind` stream."""
+        ...
+
+    def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]:
+        """The run's `kind` stream, in the order appended."""
+        ...
+
     def close(self) -> None: ...
 
 
 class NullRecorder:
-    """Records off."""
+    """Records off: every write is dropped and nothing reads back (`recording` is False, so the runtime
+    writes nothing through it and runs keep their event streams elsewhere, e.g. the shell's background
+    log in the workspace). Subclass it and set `recording = True` for a recorder that keeps only some
+    of the port."""
+
+    recording: bool = False
 
     def invocation_started(self, info: InvocationInfo) -> None:
         return None
@@ -109,6 +135,15 @@ class NullRecorder:
 
     def calls_finished(self, invocation_id: str, round: int, calls: list[FinishedCall]) -> None:
         return None
+
+    def record_event(self, invocation_id: str | None, kind: str, data: dict[str, Any]) -> None:
+        return None
+
+    def append_run_event(self, run_id: str, kind: str, data: dict[str, Any]) -> None:
+        return None
+
+    def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]:
+        return []
 
     def close(self) -> None:
         return None

@@ -74,10 +74,8 @@ def resume_invocation(runtime: Runtime, invocation_id: str, *, confirm: Confirm 
     inv.projector.invocation_id = invocation_id
     inv.round = max((c.round for c in history.calls), default=0)
     inv.gate.budget = budget_used(history)
-    record_event = getattr(store, "record_event", None)
-    if record_event is not None:
-        record_event(invocation_id, "invocation_resumed", {
-            "round": inv.round, "recovered": [[c.round, c.index, c.call_id, c.status] for c in recovered]})
+    runtime.recorder.record_event(invocation_id, "invocation_resumed", {
+        "round": inv.round, "recovered": [[c.round, c.index, c.call_id, c.status] for c in recovered]})
     return Resumed(inv, history, recovered)
 
 

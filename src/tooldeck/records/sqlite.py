@@ -115,7 +115,9 @@ class Checkpointer:
         self.pending += 1
         if self._pid != _Process.pid:
             self._start()
-        elif self.pending >= self.every:
+        elif self.pending >= self.every and not self._wake.is_set():
+            # Once: while the thread checkpoints (an fsync, milliseconds) writers go on, and an
+            # Event.set per write (a lock and a notify) cost them more than the write's own Python.
             self._wake.set()
 
     def _start(self) -> None:
@@ -180,6 +182,25 @@ def write(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], budge
             if not is_busy(exc):
                 raise
         return retry(attempt, budget_ms)
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise TooldeckError("records.busy", f"the records store {path} stayed locked by another writer; "
+                                "retry, or raise busy_timeout_ms") from exc
+        raise TooldeckError("records.write_failed", f"writing {path} failed: {exc}; check free disk space and "
+                            "that the file is writable") from exc
+
+
+def write_one(conn: sqlite3.Connection, statement: str, params: Any, budget_ms: int, path: Path) -> sqlite3.Cursor:
+    """One statement as its own transaction, retried and reported as `write` does. With no transaction
+    open (`isolation_level=None`), SQLite takes the write lock as the statement starts, so this is
+    `BEGIN IMMEDIATE; statement; COMMIT` without the two extra round trips through the driver."""
+    try:
+        try:
+            return conn.execute(statement, params)
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+        return retry(lambda: conn.execute(statement, params), budget_ms)
     except sqlite3.OperationalError as exc:
         if is_busy(exc):
             raise TooldeckError("records.busy", f"the records store {path} stayed locked by another writer; "

@@ -15,7 +15,10 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tooldeck.records.port import Recorder
 
 EVENTS_FILE = "events.jsonl"
 
@@ -88,20 +91,12 @@ class EventLog:
         return replay(self.events())
 
 
-class RunEventStore(Protocol):
-    """What the records store offers for run-scoped event streams."""
-
-    def append_run_event(self, run_id: str, kind: str, data: dict[str, Any]) -> None: ...
-
-    def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]: ...
-
-
 class StoreEventLog:
-    """The same events as a run-scoped stream in the records store."""
+    """The same events as a run-scoped stream of the records port (`Recorder.append_run_event`)."""
 
     KIND = "background"
 
-    def __init__(self, store: RunEventStore, run_id: str) -> None:
+    def __init__(self, store: Recorder, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
 
