@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tooldeck import handoff
 from tooldeck import tracing as _tracing
 from tooldeck.catalog.sources import UNFINISHED, CallContext, Executable, TurnState
-from tooldeck.core.errors import EXECUTION_FAILED, HOST_FAULT, TIMEOUT, TOOL_UNAVAILABLE, HostFault, ToolCallError
+from tooldeck.core.errors import HOST_FAULT, TOOL_UNAVAILABLE
 from tooldeck.core.results import ToolOutput
 from tooldeck.gate import Admitted, GateEntry, Refused
+from tooldeck.outcomes import failure, host_fault, timed_out
 
 if TYPE_CHECKING:
     from tooldeck.invocation import Invocation
@@ -198,7 +199,7 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int, turn: Turn
     except Exception as exc:
         if timings is not None:  # a host fault propagates from `_failure`: its end time is known too
             timings[index] = (started, time.time())
-        value = _failure(exc, entry, turn.outputs, index)
+        value = failure(exc, entry, turn.outputs, index)
     if timings is not None:
         timings[index] = (started, time.time())
     return value  # a plain value becomes the model's text in projection (`as_output`)
@@ -209,7 +210,7 @@ async def _confirm_then_run(inv: Invocation, check: Admitted, index: int, turn: 
     try:
         confirmed = await _confirmed(inv, call_id, check)
     except Exception as exc:  # the host's callback failed: a host fault, and the call did not run
-        turn.outputs[index] = _host_fault(exc, check.entry, ran=False)
+        turn.outputs[index] = host_fault(exc, check.entry, ran=False)
         raise
     if not confirmed:
         r = inv.gate.permission_refusal(call_id, check.entry)
@@ -272,54 +273,16 @@ async def _finish(pending: _Pending, entry: GateEntry, index: int, timings: list
                 value = await pending.awaitable
         output = value
     except TimeoutError:
-        output = _timeout(entry.binding.call_name, timeout_s, entry.binding.descriptor.annotations.mutating)
+        output = timed_out(entry.binding.call_name, timeout_s, entry.binding.descriptor.annotations.mutating)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         if timings is not None:  # as in `begin_one`
             timings[index] = (started, time.time())
-        output = _failure(exc, entry, outputs, index)
+        output = failure(exc, entry, outputs, index)
     if timings is not None:
         timings[index] = (started, time.time())
     return output
-
-
-def _failure(exc: Exception, entry: GateEntry, outputs: list[Any], index: int) -> ToolOutput:
-    """A tool's exception as a result, except host faults: those propagate, once the call's slot in
-    `outputs` holds its `tool.host_fault` outcome (for the records).
-
-    An `OSError` escaping a builtin is a host fault too (builtins map every error the model can fix
-    to a `ToolCallError`); from extension or MCP code it is that tool's failure, reported as a result.
-    """
-    if isinstance(exc, ToolCallError):
-        return ToolOutput.error(exc.code, exc.message, exc.structured)
-    if isinstance(exc, HostFault) or (isinstance(exc, OSError) and entry.binding.descriptor.id.kind == "builtin"):
-        outputs[index] = _host_fault(exc, entry)
-        raise exc
-    detail = str(exc) or type(exc).__name__
-    return ToolOutput.error(
-        EXECUTION_FAILED, f"`{entry.binding.call_name}` failed: {type(exc).__name__}: {detail}",
-        {"error": {"code": EXECUTION_FAILED, "message": detail, "exception": type(exc).__name__}},
-    )
-
-
-def _host_fault(exc: BaseException, entry: GateEntry, ran: bool = True) -> ToolOutput:
-    """The outcome the records keep for a call a host fault stopped (the host gets the exception)."""
-    b = entry.binding
-    try:
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    except Exception:  # an exception whose str() fails
-        detail = type(exc).__name__
-    may_have_run = ran and b.descriptor.annotations.mutating
-    if not ran:
-        text = f"`{b.call_name}` was not run: the host failed while asking for confirmation ({detail})."
-    else:
-        text = f"`{b.call_name}` was stopped by a fault of the host, not of the call ({detail})."
-    text += (" It may have executed; check the state before repeating it." if may_have_run else
-             " Nothing was changed; call it again once the host works.")
-    return ToolOutput.error(HOST_FAULT, text, {"error": {"code": HOST_FAULT, "message": detail,
-                                                         "exception": type(exc).__name__}},
-                            may_have_executed=may_have_run)
 
 
 def not_started(checks: list[Admitted | Refused], outputs: list[Any]) -> list[int]:
@@ -368,12 +331,3 @@ class _Resume:
                     yielded = coro.send(sent)
                 except StopIteration as done:
                     return done.value
-
-
-def _timeout(call_name: str, timeout_s: float, mutating: bool) -> ToolOutput:
-    text = f"`{call_name}` did not finish within {timeout_s:g} s and was stopped."
-    if mutating:
-        text += " It may have executed; check the state before repeating it."
-    else:
-        text += " Try again with a smaller request, or continue without it."
-    return ToolOutput.error(TIMEOUT, text, may_have_executed=mutating)

@@ -35,7 +35,8 @@ from tooldeck.core.errors import (
     UNKNOWN_TOOL,
     USE_RUN_TOOL,
 )
-from tooldeck.core.jsonvalue import SHORT_TEXT, decoded_fast, plain_fast, shown
+from tooldeck.core.jsonfast import decoded_fast, plain_fast
+from tooldeck.core.jsonvalue import SHORT_TEXT, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
 from tooldeck.projection import Guidance
 from tooldeck.snapshot.deferred import META_IDS, RUN_TOOL

@@ -16,14 +16,13 @@ from hypothesis import strategies as st
 
 from tests.core.strategies import JSON_VALUES, TEXTS, VALUES, nest
 from tooldeck.core.arguments import ToolArguments
+from tooldeck.core.jsonfast import decoded_fast, plain_fast
 from tooldeck.core.jsonvalue import (
     MAX_DEPTH,
     Problem,
-    decoded_fast,
     find_problem,
     json_text,
     loads,
-    plain_fast,
 )
 from tooldeck.core.rawvalue import RawObject, raw_form, to_tokens
 

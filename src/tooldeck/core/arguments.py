@@ -19,14 +19,13 @@ from orjson import JSONDecodeError
 from orjson import loads as _loads
 
 from tooldeck.core.errors import INVALID_ARGUMENTS, ToolCallError
+from tooldeck.core.jsonfast import decoded_fast, plain_fast
 from tooldeck.core.jsonvalue import (
     SHORT_TEXT,
     Problem,
-    decoded_fast,
     find_problem,
     json_text,
     loads_exact,
-    plain_fast,
     shown,
 )
 from tooldeck.core.rawvalue import RawObject, preview, raw_form

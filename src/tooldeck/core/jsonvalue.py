@@ -20,16 +20,16 @@ where, and how to fix it, in words for the model.
 from __future__ import annotations
 
 import enum
-import functools
 import json
 import math
-import re
 import sys
 import uuid
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
+
+from tooldeck.core.jsontext import json_text as json_text  # exact encoding lives beside it
 
 MAX_DEPTH: Final = 64
 """Levels of objects and arrays in a call's arguments, the arguments object being the first. Deeper
@@ -46,17 +46,8 @@ _DIGIT_RUN: Final = b"1" * 19
 _SHORTEST_LOSSY: Final = 20
 SHORT_TEXT: Final = 20
 """A JSON text shorter than this can neither nest too deep nor hold an integer orjson decodes inexactly."""
-_STRICT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _dumps: Final = orjson.dumps
-_TWO_63: Final = 9223372036854775808.0
-_TWO_63_INT: Final = 2**63
-_TWO_64: Final = 2**64
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 """orjson decodes an integer outside [-2**63, 2**64) as a float, which is then at least this large."""
-_WALK_CONTAINERS: Final = 32
-_SUSPECT: Final = -1
-_TOO_MANY: Final = -2
-_BRACKETS_SHOWN: Final = 2 * MAX_DEPTH
 """A JSON text this short cannot nest more than MAX_DEPTH levels."""
 _PATH_SHOWN: Final = 6
 _TEXT_SHOWN: Final = 60
@@ -277,117 +268,6 @@ def _key_text(key: Any) -> str:
         return f"<{type(key).__name__}>"
 
 
-def plain_fast(value: Any) -> bool:
-    """True when the host object `value` is certainly JSON within the limits; False means `find_problem`
-    must look. A flat object (the usual tool call) is walked: no copy of its texts, however long (orjson
-    would build the whole JSON text: a 70 MB argument cost 1 GB). Anything nested is decided by one
-    orjson.dumps (NaN and ±Infinity, which orjson writes as null, a real null included, go to
-    `find_problem`). `bytes.find`, not `in`: `in` tries the needle as an int first and pays for an
-    exception."""
-    if type(value) is not dict:
-        return _dumped_fast(value)
-    for key, v in value.items():
-        if type(key) is not str or not (key.isascii() or _SURROGATE.search(key) is None):
-            return False
-        t = type(v)
-        if t is str:
-            if not v.isascii() and _SURROGATE.search(v) is not None:
-                return False
-        elif t is int:
-            if v >= _TWO_64 or v < -_TWO_63_INT:
-                return False
-        elif t is float:
-            if v - v != 0.0:  # NaN or ±Infinity
-                return False
-        elif t is not bool and v is not None:
-            return _dumped_fast(value)
-    return True
-
-
-def _dumped_fast(value: Any) -> bool:
-    try:
-        out = _dumps(value, None, _STRICT)
-    except TypeError:  # orjson.JSONEncodeError: a non-str key, a surrogate, bytes, > 64-bit int, depth, a cycle
-        return False
-    return out.find(b"null") < 0 and (len(out) <= _BRACKETS_SHOWN or out.count(b"{") + out.count(b"[") <= MAX_DEPTH)
-
-
-def decoded_fast(value: dict[str, Any], text: str) -> bool:
-    """True when `value`, orjson's decoding of the JSON text `text`, is certainly exact and within the
-    limits; False means `loads` and `find_problem` must look. orjson's output is JSON by construction
-    (str keys, valid text, finite numbers), except that it decodes an integer beyond 64 bits as a
-    float (one of at least 2**63) and nests up to 1,024 levels: those two are what is checked.
-
-    A walk costs by the number of values, a scan of the text by its length: a tool call's few values
-    (long texts among them) are walked; past `_WALK_CONTAINERS` objects and arrays (dense data) the
-    text is scanned for 19 digits in a row and orjson checks the depth."""
-    visited = 0
-    for v in value.values():
-        t = type(v)
-        if t is str or t is int or t is bool or v is None:
-            continue
-        if t is float:
-            if v >= _TWO_63 or v <= -_TWO_63:
-                return False
-        else:
-            visited = _nested_fast(v, 2, visited)
-            if visited < 0:
-                return visited == _TOO_MANY and not has_long_digit_run(text) and not _deeper_than(value, MAX_DEPTH)
-    return True
-
-
-def _nested_fast(container: Any, depth: int, visited: int) -> int:
-    """Objects and arrays visited so far, or _SUSPECT, or _TOO_MANY (recursion: at most MAX_DEPTH deep)."""
-    visited += 1
-    if visited > _WALK_CONTAINERS:
-        return _TOO_MANY
-    if depth > MAX_DEPTH:
-        return _SUSPECT
-    for v in container.values() if type(container) is dict else container:
-        t = type(v)
-        if t is str or t is int or t is bool or v is None:
-            continue
-        if t is float:
-            if v >= _TWO_63 or v <= -_TWO_63:
-                return _SUSPECT
-        else:
-            visited = _nested_fast(v, depth + 1, visited)
-            if visited < 0:
-                return visited
-    return visited
-
-
-@functools.cache
-def _orjson_depth() -> int:
-    """How many levels of arrays orjson.dumps writes (254 in orjson 3.x), found once by trying."""
-    low, high = 1, 4_096
-    while low < high:
-        mid = (low + high + 1) // 2
-        try:
-            orjson.dumps(_nest(mid, 0))
-        except TypeError:
-            high = mid - 1
-        else:
-            low = mid
-    return low
-
-
-def _nest(levels: int, value: Any) -> Any:
-    for _ in range(levels):
-        value = [value]
-    return value
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether `value` (orjson's own decoding of a text: nothing orjson cannot write) nests more than
-    `limit` levels, at C speed: under `depth - limit` arrays, orjson.dumps fails exactly then."""
-    try:
-        _dumps(_nest(_orjson_depth() - limit, value))
-    except TypeError:
-        return True
-    return False
-
-
 # -- decoding -------------------------------------------------------------------------------------
 
 def has_long_digit_run(text: str) -> bool:
@@ -448,63 +328,3 @@ def decode_exact(data: str | bytes) -> Any:
     if isinstance(data, str) and has_long_digit_run(data):
         return json.loads(data, parse_int=int)
     return value
-
-
-# -- encoding -------------------------------------------------------------------------------------
-
-def json_text(value: Any, *, sort_keys: bool = False) -> str:
-    """Compact JSON text of a JSON value (`find_problem(value, None) is None`), exact for any integer
-    and at any depth. orjson's output when it can write the value."""
-    try:
-        return (_dumps(value, None, orjson.OPT_SORT_KEYS) if sort_keys else _dumps(value)).decode()
-    except TypeError:  # an integer beyond 64 bits, or deeper than orjson goes
-        pass
-    out: list[str] = []
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str:  # a literal piece of output (brackets, commas) is pushed as a _Lit
-            out.append(orjson.dumps(item).decode())
-        elif kind is _Lit:
-            out.append(item.text)
-        elif item is None or kind is bool or kind is float:
-            out.append(orjson.dumps(item).decode())
-        elif kind is int:
-            out.append(str(item))
-        elif isinstance(item, dict):
-            items = sorted(item.items()) if sort_keys else list(item.items())
-            stack.append(_CLOSE_OBJECT)
-            for i in range(len(items) - 1, -1, -1):
-                key, val = items[i]
-                stack.append(val)
-                stack.append(_Lit(orjson.dumps(str(key)).decode() + ":"))
-                if i:
-                    stack.append(_COMMA)
-            out.append("{")
-        elif isinstance(item, list | tuple):
-            stack.append(_CLOSE_ARRAY)
-            for i in range(len(item) - 1, -1, -1):
-                stack.append(item[i])
-                if i:
-                    stack.append(_COMMA)
-            out.append("[")
-        elif isinstance(item, str):
-            out.append(orjson.dumps(str(item)).decode())
-        elif isinstance(item, int):
-            out.append(str(item.__index__()))
-        elif isinstance(item, enum.Enum):
-            stack.append(item.value)
-        else:  # float subclasses, UUID: orjson writes them
-            out.append(orjson.dumps(item).decode())
-    return "".join(out)
-
-
-@dataclass(frozen=True, slots=True)
-class _Lit:
-    text: str
-
-
-_COMMA: Final = _Lit(",")
-_CLOSE_OBJECT: Final = _Lit("}")
-_CLOSE_ARRAY: Final = _Lit("]")
