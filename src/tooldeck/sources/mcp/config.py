@@ -18,15 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from tooldeck.naming import mcp_model_name
+from tooldeck.sources.mcp.config_checks import check_aliases, expand, problems, url_problem
 from tooldeck.sources.mcp.errors import (
     CONFIG_ENDPOINT_CONFLICT,
     CONFIG_ENDPOINT_MISSING,
-    CONFIG_ENV_MISSING,
     CONFIG_INVALID,
     CONFIG_UNPARSABLE,
     CONFIG_UNREADABLE,
@@ -53,7 +51,6 @@ _TYPE_ALIASES: dict[str, Transport] = {
 }
 # Keys of other clients' mcp.json entries that mean nothing here and are ignored.
 _JSON_ONLY_IGNORED = {"autoApprove", "alwaysAllow", "timeout", "description", "transportType", "disabledTools", "name"}
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class ToolSettings(BaseModel):
@@ -168,21 +165,6 @@ class Endpoint:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
-    env = os.environ if environ is None else environ
-
-    def sub(m: re.Match[str]) -> str:
-        name, default = m.group(1), m.group(2)
-        if name in env:
-            return env[name]
-        if default is not None:
-            return default
-        raise McpConfigError(CONFIG_ENV_MISSING, f"{where}: environment variable {name} is not set; set it, or "
-                             f"write ${{{name}:-default}} to give a default")
-
-    return _VAR.sub(sub, value)
-
-
 def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = None,
                      base_dir: Path | None = None) -> Endpoint:
     """Expand `${VAR}` in args, env, headers and cwd; a relative `cwd` is taken from `base_dir` (the home
@@ -267,11 +249,11 @@ def load(home: str | Path) -> McpConfig | None:
             sources.append(str(toml_path))
             prefix = f"mcp.servers.{name}"
         servers[name] = _server(name, raw, " + ".join(sources), prefix)
-    _check_aliases(servers)
+    check_aliases(servers)
     try:
         return McpConfig(servers=servers, files=files, **top)
     except ValidationError as exc:
-        raise McpConfigError(CONFIG_INVALID, f"{toml_path}: {_problems(exc, 'mcp')}") from exc
+        raise McpConfigError(CONFIG_INVALID, f"{toml_path}: {problems(exc, 'mcp')}") from exc
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -339,7 +321,7 @@ def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerC
     try:
         server = ServerConfig(name=name, source=source, **raw)
     except ValidationError as exc:
-        raise McpConfigError(CONFIG_INVALID, f"{source}: {_problems(exc, prefix)}") from exc
+        raise McpConfigError(CONFIG_INVALID, f"{source}: {problems(exc, prefix)}") from exc
     except TypeError as exc:  # a key clashing with `name`/`source`
         raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}`: {exc}") from exc
     if server.command is None and server.url is None:
@@ -357,55 +339,3 @@ def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerC
         if problem is not None:
             raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.url` {problem}")
     return server
-
-
-def _check_aliases(servers: Mapping[str, ServerConfig]) -> None:
-    """Two servers must not build their call names from the same label: an alias may not repeat another
-    server's alias or name (compared as call names compare, case-insensitively, `-` as `_`)."""
-    seen: dict[str, ServerConfig] = {}
-    for server in servers.values():
-        key = mcp_model_name(server.label, "x").casefold().replace("-", "_")
-        other = seen.get(key)
-        if other is not None and (server.alias is not None or other.alias is not None):
-            aliased = server if server.alias is not None else other
-            raise McpConfigError(CONFIG_INVALID, f"{aliased.source}: the alias {aliased.alias!r} of server "
-                                 f"{aliased.name!r} gives the same call names as server "
-                                 f"{(other if aliased is server else server).name!r}; pick another alias")
-        seen[key] = server
-
-
-def url_problem(url: str) -> str | None:
-    """Why `url` cannot be an MCP server's address, or None: http(s), a host, a port in range, no
-    whitespace or control characters (a URL with them fails only at connect time, far from its cause)."""
-    if not re.match(r"^https?://", url, re.IGNORECASE):
-        return "must start with http:// or https://"
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
-        return "holds whitespace or a control character; percent-encode it (a space is %20)"
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:  # a bad port, an unclosed IPv6 bracket
-        return f"is not a valid URL ({exc}); write it as http://host:port/path"
-    if not parts.hostname:
-        return "has no host; write it as http://host:port/path"
-    if port == 0:
-        return "has port 0; use the server's real port"
-    import httpx2  # the MCP SDK's HTTP client, which will connect to it (only configs with a URL get here)
-
-    try:
-        httpx2.URL(url)
-    except httpx2.InvalidURL as exc:  # a host name IDNA cannot encode, …
-        return f"is not a valid URL ({exc}); write it as http://host:port/path"
-    return None
-
-
-def _problems(exc: ValidationError, prefix: str) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        key = f"{prefix}.{loc}" if prefix and loc else prefix or loc or "(root)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; see docs/mcp.md)"
-        parts.append(f"`{key}`: {msg}")
-    return "; ".join(parts)
