@@ -10,13 +10,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import h11
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 TOOLDECK = str(Path(sys.executable).with_name("tooldeck"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,3 +222,16 @@ def http_request(method: str, target: str, headers: list[tuple[str, str]], body:
     if body and not any(k.lower() in ("content-length", "transfer-encoding") for k, _ in headers):
         lines.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+@asynccontextmanager
+async def serve_client(home: Path, transport: str, *args: str, **client_options: Any) -> AsyncIterator[Client]:
+    """An MCP client session with `tooldeck serve --home home *args`, over stdio (a child process the
+    client starts) or streamable HTTP on 127.0.0.1 (`http_server`); `client_options` go to `Client`."""
+    with ExitStack() as stack:
+        if transport == "stdio":
+            target: Any = stdio_client(stdio_params(home, *args))
+        else:
+            target = stack.enter_context(http_server(home, *args)).url
+        async with Client(target, mode="legacy", read_timeout_seconds=30, **client_options) as client:
+            yield client

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError
-from mcp.client.stdio import stdio_client
 
-from tests.server.support import http_server, stdio_params
+from tests.server.support import serve_client
 from tooldeck.runtime import Runtime
 
 FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "fixtures" / "fixture_server.py"
@@ -38,20 +35,6 @@ def _home(tmp_path: Path) -> Path:
     return home
 
 
-@contextmanager
-def _target(home: Path, transport: str, loading: str) -> Iterator[Any]:
-    if transport == "stdio":
-        yield stdio_client(stdio_params(home, "--loading", loading))
-    else:
-        with http_server(home, "--loading", loading) as served:
-            yield served.url
-
-
-@asynccontextmanager
-async def _client(home: Path, transport: str, loading: str) -> AsyncIterator[Client]:
-    with _target(home, transport, loading) as target:
-        async with Client(target, mode="legacy", read_timeout_seconds=30) as client:
-            yield client
 
 
 async def _wait_for_upstream(client: Client, deferred: bool) -> None:
@@ -91,7 +74,7 @@ async def _library_answers(home: Path, calls: list[dict[str, Any]],
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_run_tool_with_an_unknown_target_is_a_tool_result(tmp_path: Path, transport: str) -> None:
     home = _home(tmp_path)
-    async with _client(home, transport, "deferred") as client:
+    async with serve_client(home, transport, "--loading", "deferred") as client:
         await _wait_for_upstream(client, deferred=True)
         unknown = await client.call_tool("run_tool", {"name": "no_such_tool"})
         typo = await client.call_tool("run_tool", {"name": "dice_rol", "args": {"formula": "d6"}})
@@ -123,7 +106,7 @@ async def test_run_tool_with_an_unknown_target_is_a_tool_result(tmp_path: Path, 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_argument_errors_through_run_tool_are_tool_results(tmp_path: Path, transport: str) -> None:
     home = _home(tmp_path)
-    async with _client(home, transport, "deferred") as client:
+    async with serve_client(home, transport, "--loading", "deferred") as client:
         await _wait_for_upstream(client, deferred=True)
         found = await client.call_tool("find_tools", {"names": ["dice_roll", "mcp__fx__add"]})
         assert found.is_error is False
@@ -149,7 +132,7 @@ async def test_argument_errors_through_run_tool_are_tool_results(tmp_path: Path,
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_argument_errors_of_eager_tools_are_tool_results(tmp_path: Path, transport: str) -> None:
     home = _home(tmp_path)
-    async with _client(home, transport, "eager") as client:
+    async with serve_client(home, transport, "--loading", "eager") as client:
         await _wait_for_upstream(client, deferred=False)
         results = {
             "builtin": await client.call_tool("dice_roll", {"formula": 5}),

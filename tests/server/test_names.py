@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
-from mcp.client.stdio import stdio_client
 
-from tests.server.support import http_server, stdio_params
+from tests.server.support import serve_client
 from tooldeck.records.store import SqliteRecorder
 
 FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "fixtures" / "fixture_server.py"
@@ -36,20 +33,6 @@ def _home(tmp_path: Path, toml: str = "", alias: str | None = None) -> Path:
     return home
 
 
-@contextmanager
-def _target(home: Path, transport: str, *args: str) -> Iterator[Any]:
-    if transport == "stdio":
-        yield stdio_client(stdio_params(home, *args))
-    else:
-        with http_server(home, *args) as served:
-            yield served.url
-
-
-@asynccontextmanager
-async def _client(home: Path, transport: str, *args: str, on_message: Any = None) -> AsyncIterator[Client]:
-    with _target(home, transport, *args) as target:
-        async with Client(target, mode="legacy", read_timeout_seconds=30, message_handler=on_message) as client:
-            yield client
 
 
 async def _listing(client: Client, wanted: str) -> tuple[list[str], str]:
@@ -80,7 +63,8 @@ async def test_original_names_eager(tmp_path: Path, transport: str) -> None:
     async def on_message(message: Any) -> None:
         seen.append(getattr(message, "method", type(message).__name__))
 
-    async with _client(home, transport, "--names", "original", "--loading", "eager", on_message=on_message) as client:
+    async with serve_client(home, transport, "--names", "original", "--loading", "eager",
+                            message_handler=on_message) as client:
         names, _ = await _listing(client, "mcp__fb__echo")
         assert "together" in names and "freeze" in names  # only fb has them: the upstream names
         assert {"mcp__fa__echo", "mcp__fb__echo", "mcp__fa__add", "mcp__fb__add"} <= set(names)  # both have them
@@ -107,7 +91,7 @@ async def test_original_names_eager(tmp_path: Path, transport: str) -> None:
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_original_names_deferred(tmp_path: Path, transport: str) -> None:
     home = _home(tmp_path, toml='[mcp]\nnames = "original"\n')  # the tooldeck.toml key, no flag
-    async with _client(home, transport, "--loading", "deferred") as client:
+    async with serve_client(home, transport, "--loading", "deferred") as client:
         names, context = await _listing(client, "mcp__fb__{")
         assert names == ["find_tools", "run_tool"]
         listed = context.split("\n\n")[-1]
@@ -130,7 +114,7 @@ async def test_original_names_deferred(tmp_path: Path, transport: str) -> None:
 async def test_prefixed_is_the_default_and_an_alias_names_the_server_part(tmp_path: Path) -> None:
     # the flag wins over the tooldeck.toml key
     home = _home(tmp_path, toml='[mcp]\nnames = "original"\n', alias="a1")
-    async with _client(home, "stdio", "--names", "prefixed", "--loading", "eager") as client:
+    async with serve_client(home, "stdio", "--names", "prefixed", "--loading", "eager") as client:
         names, _ = await _listing(client, "mcp__fb__echo")
         assert "mcp__a1__echo" in names and "mcp__fb__together" in names
         assert not any(n.startswith("mcp__fa__") for n in names) and "together" not in names

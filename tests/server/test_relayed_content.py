@@ -8,8 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -18,9 +16,8 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.stdio import stdio_client
 
-from tests.server.support import http_server, stdio_params
+from tests.server.support import serve_client
 from tooldeck.records.store import SqliteRecorder
 
 FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "fixtures" / "fixture_server.py"
@@ -35,20 +32,6 @@ def _home(tmp_path: Path) -> Path:
     return home
 
 
-@contextmanager
-def _target(home: Path, transport: str, *args: str) -> Iterator[Any]:
-    if transport == "stdio":
-        yield stdio_client(stdio_params(home, *args))
-    else:
-        with http_server(home, *args) as served:
-            yield served.url
-
-
-@asynccontextmanager
-async def _client(home: Path, transport: str, *args: str) -> AsyncIterator[Client]:
-    with _target(home, transport, *args) as target:
-        async with Client(target, mode="legacy", read_timeout_seconds=30) as client:
-            yield client
 
 
 async def _wait(client: Client, name: str) -> None:
@@ -63,7 +46,7 @@ async def _wait(client: Client, name: str) -> None:
 @pytest.mark.parametrize(("transport", "loading"), [("stdio", "eager"), ("http", "deferred")])
 async def test_blocks_reach_the_client_as_sent(tmp_path: Path, transport: str, loading: str) -> None:
     home = _home(tmp_path)
-    async with _client(home, transport, "--loading", loading) as client:
+    async with serve_client(home, transport, "--loading", loading) as client:
         if loading == "eager":
             await _wait(client, "mcp__fx__image")
 

@@ -175,32 +175,26 @@ def write(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], budge
                 conn.execute("ROLLBACK")
             raise
 
-    try:
-        try:
-            return attempt()  # the common case: no contention beyond what busy_timeout absorbs
-        except sqlite3.OperationalError as exc:
-            if not is_busy(exc):
-                raise
-        return retry(attempt, budget_ms)
-    except sqlite3.OperationalError as exc:
-        if is_busy(exc):
-            raise TooldeckError("records.busy", f"the records store {path} stayed locked by another writer; "
-                                "retry, or raise busy_timeout_ms") from exc
-        raise TooldeckError("records.write_failed", f"writing {path} failed: {exc}; check free disk space and "
-                            "that the file is writable") from exc
+    return _retried(attempt, budget_ms, path)  # the common case: no contention beyond what busy_timeout absorbs
 
 
 def write_one(conn: sqlite3.Connection, statement: str, params: Any, budget_ms: int, path: Path) -> sqlite3.Cursor:
     """One statement as its own transaction, retried and reported as `write` does. With no transaction
     open (`isolation_level=None`), SQLite takes the write lock as the statement starts, so this is
     `BEGIN IMMEDIATE; statement; COMMIT` without the two extra round trips through the driver."""
+    return _retried(lambda: conn.execute(statement, params), budget_ms, path)
+
+
+def _retried(attempt: Callable[[], T], budget_ms: int, path: Path) -> T:
+    """`attempt()` once, then with `retry` while SQLite is busy; a failure as `records.busy` or
+    `records.write_failed`."""
     try:
         try:
-            return conn.execute(statement, params)
+            return attempt()
         except sqlite3.OperationalError as exc:
             if not is_busy(exc):
                 raise
-        return retry(lambda: conn.execute(statement, params), budget_ms)
+        return retry(attempt, budget_ms)
     except sqlite3.OperationalError as exc:
         if is_busy(exc):
             raise TooldeckError("records.busy", f"the records store {path} stayed locked by another writer; "
