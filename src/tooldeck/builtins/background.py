@@ -47,7 +47,10 @@ def manager_for(run: Any, roots: Any | None = None) -> BackgroundManager:
         policy = PathPolicy.from_roots(roots or WorkspaceRoots())
         store = getattr(run, "records", None)
         log = StoreEventLog(store, run.run_id) if hasattr(store, "append_run_event") else None
-        manager = run.state[STATE_KEY] = BackgroundManager(Path(run.workspace_root), policy, log=log)
+        from tooldeck.workspace.store import for_run
+
+        manager = run.state[STATE_KEY] = BackgroundManager(Path(run.workspace_root), policy, log=log,
+                                                           views=for_run(run).views.mounts)
     return manager
 
 
