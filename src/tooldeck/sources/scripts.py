@@ -44,8 +44,9 @@ TOOL_MOUNT = ".tool"
 """The script's folder is mounted read-only at `/.tool` in the sandbox."""
 DISPATCH_MARGIN_S = 3.0
 """The script stops this long before the dispatch timeout, so it reports its own timeout."""
-MAX_STDOUT_BYTES = 16 * 1024 * 1024
-"""A script's stdout is kept up to this size; the projection spills a long result to tool-results/."""
+MAX_STDOUT_BYTES = 1024 * 1024
+"""A script's stdout is kept up to this size (bashkit's own cap on one command's output); the projection
+spills a long result to tool-results/."""
 MAX_ARGS_BYTES = 1024 * 1024
 
 
@@ -210,7 +211,12 @@ def _output(name: str, result: Any, timeout_s: float) -> ToolOutput:
 
     out, err = result.stdout.strip(), result.stderr.strip()
     if result.status is Status.EXITED and result.exit_code == 0 and (out or not err):
-        return ToolOutput(out, _structured(out), raw={"stderr": err} if err else None)
+        raw = {"stderr": err} if err else None
+        # bashkit stops a command's output at 1 MiB without always flagging it: a full buffer means it was cut
+        if result.truncated or len(result.stdout.encode("utf-8", "surrogatepass")) >= MAX_STDOUT_BYTES:
+            return ToolOutput(f"{out}\n[the script's output was cut at {MAX_STDOUT_BYTES // 1024} KiB: write large "
+                              "results to a workspace file and print its path]", None, raw=raw)
+        return ToolOutput(out, _structured(out), raw=raw)
     if result.status is Status.TIMED_OUT:
         return ToolOutput.error(SCRIPT_TIMEOUT, f"{name}: the script was stopped after {timeout_s:g} s (its "
                                 "`timeout` in tool.json, or the Profile's tool timeout)."

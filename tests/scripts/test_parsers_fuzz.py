@@ -1,0 +1,45 @@
+"""Any bytes given as tool.json (or SKILL.md) give a tool or a diagnostic, never an exception."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tooldeck.catalog.sources import Diagnostic
+from tooldeck.sources.script_loader import ScriptSpec, parse_tool_json
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
+                     max_leaves=12)
+_fields = st.fixed_dictionaries({}, optional={
+    "name": st.one_of(st.text(max_size=60), st.from_regex(r"[a-z_-]{1,20}", fullmatch=True), _json),
+    "description": st.one_of(st.text(max_size=40), _json),
+    "parameters": st.one_of(_json, st.just({"type": "object", "properties": {"a": {"type": "nope"}}}),
+                            st.just({"type": "object", "properties": {"a": {"type": "string"}}})),
+    "timeout": st.one_of(st.integers(-5, 5000), st.floats(allow_nan=True), _json),
+    "always_allow": _json,
+    "concurrent": _json,
+})
+
+
+def _check(data: bytes) -> None:
+    out = parse_tool_json(data, "/x/tool.json")
+    assert isinstance(out, ScriptSpec | Diagnostic)
+    if isinstance(out, Diagnostic):
+        assert "/x/tool.json" in out.message and "`" in out.message
+    else:
+        assert out.parameters["type"] == "object" and isinstance(out.parameters["properties"], dict)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_tool_json_any_bytes(data: bytes) -> None:
+    _check(data)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(_fields)
+def test_tool_json_any_fields(doc: dict) -> None:
+    _check(json.dumps(doc).encode())
