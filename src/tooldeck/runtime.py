@@ -135,6 +135,9 @@ class Runtime:
             root = Path(workspace).resolve() if workspace is not None else self.home / "workspaces" / rid
             state = RunState(rid, root, records=self.recorder if self.recording else None)
             state.workspace_root.mkdir(parents=True, exist_ok=True)
+            from tooldeck.sources.skills import attach_home_skills
+
+            attach_home_skills(self.home, state)  # <home>/skills is the run's skills/ unless it has its own
             self.runs[rid] = state
         return state
 

@@ -1,4 +1,4 @@
-"""Any bytes given as tool.json (or SKILL.md) give a tool or a diagnostic, never an exception."""
+"""Any bytes given as tool.json or SKILL.md give a tool (a skill) or a diagnostic, never an exception."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from tooldeck.catalog.sources import Diagnostic
 from tooldeck.sources.script_loader import ScriptSpec, parse_tool_json
+from tooldeck.sources.skill_loader import Skill, parse_skill_md
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
                      lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
@@ -43,3 +44,27 @@ def test_tool_json_any_bytes(data: bytes) -> None:
 @given(_fields)
 def test_tool_json_any_fields(doc: dict) -> None:
     _check(json.dumps(doc).encode())
+
+
+_yamlish = st.text(alphabet=st.sampled_from(list("-:[]{}!&*|>'\"#%@`\n ab\t?,.0\\")), max_size=200)
+
+
+def _check_skill(data: bytes) -> None:
+    out = parse_skill_md(data, "/h/skills/ab/SKILL.md", "ab")
+    assert isinstance(out, Skill | Diagnostic)
+    if isinstance(out, Diagnostic):
+        assert "/h/skills/ab/SKILL.md" in out.message and "`" in out.message
+    else:
+        assert out.name == "ab" and out.description
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_skill_md_any_bytes(data: bytes) -> None:
+    _check_skill(data)
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(_yamlish, st.sampled_from(["", "name: ab\n", "name: ab\ndescription: d\n"]))
+def test_skill_md_any_front_matter(front: str, head: str) -> None:
+    _check_skill(f"---\n{head}{front}\n---\nbody\n".encode())

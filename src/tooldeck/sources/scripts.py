@@ -31,7 +31,9 @@ from tooldeck.catalog.sources import CallContext, Diagnostic, Executable, ToolSo
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.ids import SourceKind, ToolId
 from tooldeck.core.results import ToolOutput
+from tooldeck.sources import skills as skill_scopes
 from tooldeck.sources.script_loader import DUPLICATE, Loaded, ScriptFolder, ScriptSpec
+from tooldeck.sources.skill_loader import SkillFolder
 
 if TYPE_CHECKING:
     from tooldeck.gate import GateTable
@@ -70,7 +72,8 @@ class _Kind:
 
 
 class ScriptSource(ToolSource):
-    """The `script` source: script tools and ext tools of one home."""
+    """The `script` source: script tools and ext tools of one home, and `run_skill` over its skills
+    (`sources/skills.py`)."""
 
     kind: SourceKind = "script"
 
@@ -78,15 +81,19 @@ class ScriptSource(ToolSource):
         self.home = Path(home)
         self._kinds = (_Kind(ScriptFolder(self.home / "tools" / "script"), "script"),
                        _Kind(ScriptFolder(self.home / "tools" / "ext"), "ext"))
+        self.skills = skill_scopes.RunSkills(SkillFolder(self.home / skill_scopes.SKILLS_ROOT))
+        self._run_skill: ToolDescriptor | None = None
+        self._skill_diagnostics: list[Diagnostic] = []
         self._tools: dict[ToolId, _Tool] = {}
         self._descriptors: list[ToolDescriptor] = []
         self._diagnostics: list[Diagnostic] = []
+        self._scanned = False
         self._scan()
 
     @property
     def reads(self) -> int:
         """tool.json files read so far (unchanged files are never re-read)."""
-        return sum(k.folder.reads for k in self._kinds)
+        return sum(k.folder.reads for k in self._kinds) + self.skills.home.reads
 
     # -- the port ---------------------------------------------------------------------------------
     def descriptors(self) -> list[ToolDescriptor]:
@@ -97,6 +104,8 @@ class ScriptSource(ToolSource):
         return list(self._diagnostics)
 
     def resolve(self, tool_id: ToolId) -> Executable | None:
+        if tool_id == skill_scopes.RUN_SKILL_ID:
+            return Executable(self.skills.run_skill) if self._run_skill is not None else None
         tool = self._tools.get(tool_id)
         if tool is None:
             return None
@@ -106,7 +115,7 @@ class ScriptSource(ToolSource):
         """`always_allow: true` makes the tool `allow` when the Profile names no permission for it itself (its
         `default_permission` may be `ask`); a `timeout` longer than the Profile's default tool timeout raises
         the dispatch timeout to it (plus a margin) unless the Profile sets one for the tool."""
-        profile = getattr(table, "profile", None)
+        profile = table.profile
         for entry in table.entries.values():
             tool = self._tools.get(entry.binding.descriptor.id)
             if tool is None:
@@ -121,8 +130,10 @@ class ScriptSource(ToolSource):
     # -- scanning ---------------------------------------------------------------------------------
     def _scan(self) -> None:
         results = [(kind, *kind.folder.scan()) for kind in self._kinds]
-        if self._descriptors and not any(changed for _, _, changed in results):
+        skills_changed = self._scan_skills()
+        if self._scanned and not skills_changed and not any(changed for _, _, changed in results):
             return
+        self._scanned = True
         tools: dict[ToolId, _Tool] = {}
         diagnostics: list[Diagnostic] = []
         for kind, loaded, _ in results:
@@ -142,7 +153,23 @@ class ScriptSource(ToolSource):
         # keep the very same descriptor objects for unchanged tools: the snapshot cache compares them
         self._tools = {tid: (old[tid] if tid in old and old[tid] == t else t) for tid, t in tools.items()}
         self._descriptors = [t.descriptor for t in self._tools.values()]
-        self._diagnostics = diagnostics
+        if self._run_skill is not None:
+            self._descriptors.append(self._run_skill)
+        self._diagnostics = [*diagnostics, *self._skill_diagnostics]
+
+    def _scan_skills(self) -> bool:
+        """Rescan the home's skills; True when `run_skill`'s descriptor changed (or came, or went)."""
+        folder = self.skills.home
+        if not folder.root.is_dir():
+            changed = self._run_skill is not None
+            self._run_skill, self._skill_diagnostics = None, []
+            return changed
+        found, diagnostics, changed = folder.skills()
+        if self._run_skill is None or changed:
+            self._run_skill = skill_scopes.describe(found)
+            self._skill_diagnostics = diagnostics
+            return True
+        return False
 
     @staticmethod
     def _tool(kind: _Kind, item: Loaded) -> _Tool:
