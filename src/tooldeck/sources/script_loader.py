@@ -119,8 +119,9 @@ class ScriptFolder:
             names = []
         changed = len(names) != len(self._loaded)
         out: dict[str, Loaded] = {}
+        root = os.fspath(self.root)
         for name in names:
-            loaded = self._load(name)
+            loaded = self._load(root, name)
             if loaded is None:
                 continue
             changed = changed or self._loaded.get(name) is not loaded
@@ -129,24 +130,21 @@ class ScriptFolder:
         self._loaded = out
         return list(out.values()), changed
 
-    def _load(self, dir_name: str) -> Loaded | None:
-        folder = self.root / dir_name
+    def _load(self, root: str, dir_name: str) -> Loaded | None:
+        # Two stats decide whether the folder is unchanged: tool.json's, and the folder's own (its mtime moves
+        # when an entry script is added, removed or renamed). The entry's content is read at call time.
+        base = f"{root}/{dir_name}"
         try:
-            with os.scandir(folder) as it:
-                present = {e.name: e for e in it if e.name == "tool.json" or e.name.startswith("script.")}
+            meta_st = os.stat(base + "/tool.json")
+            dir_st = os.stat(base)
         except OSError:
             return None
-        meta = present.get("tool.json")
-        if meta is None:
-            return None
-        entry = next(((f, rt) for f, rt in ENTRIES if f in present and present[f].is_file()), None)
-        try:
-            key = (_stat_key(meta.stat()), entry[0] if entry else None)
-        except OSError:
-            return None
+        key = (*_stat_key(meta_st), dir_st.st_mtime_ns)
         earlier = self._loaded.get(dir_name)
         if earlier is not None and earlier.key == key:
             return earlier
+        folder = Path(base)
+        entry = next(((f, rt) for f, rt in ENTRIES if os.path.isfile(os.path.join(base, f))), None)
         path = str(folder / "tool.json")
         try:
             data = (folder / "tool.json").read_bytes()
