@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tooldeck.catalog.sources import Diagnostic
 
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -62,6 +60,8 @@ def parse_skill_md(data: bytes, path: str, folder_name: str) -> Skill | Diagnost
     if parts is None:
         return _bad(path, "(front matter)", "is missing: the file must open with a `---` line, the YAML fields "
                     "(name, description), and a closing `---` line")
+    import yaml  # only when a home has skills: it costs start-up time
+
     try:
         doc = yaml.safe_load(parts[0])
     except Exception as exc:  # PyYAML raises more than YAMLError on hostile input (e.g. RecursionError)
