@@ -111,6 +111,8 @@ class ScriptFolder:
 
     def scan(self) -> tuple[list[Loaded], bool]:
         """Every tool folder now, and whether anything differs from the previous scan."""
+        if not self._loaded and not os.path.isdir(self.root):  # the common case: no such folder, one stat
+            return [], False
         try:
             with os.scandir(self.root) as it:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +90,9 @@ class ScriptSource(ToolSource):
         self._descriptors: list[ToolDescriptor] = []
         self._diagnostics: list[Diagnostic] = []
         self._scanned = False
+        self._lock = threading.Lock()
+        self._tools_root = os.fspath(self.home / "tools")
+        self._skills_root = os.fspath(self.skills.home.root)
         self._scan()
 
     @property
@@ -97,8 +102,9 @@ class ScriptSource(ToolSource):
 
     # -- the port ---------------------------------------------------------------------------------
     def descriptors(self) -> list[ToolDescriptor]:
-        self._scan()
-        return self._descriptors
+        with self._lock:  # `tooldeck serve`'s catalog check and invocations may scan at once
+            self._scan()
+            return self._descriptors
 
     def diagnostics(self) -> list[Diagnostic]:
         return list(self._diagnostics)
@@ -129,6 +135,9 @@ class ScriptSource(ToolSource):
 
     # -- scanning ---------------------------------------------------------------------------------
     def _scan(self) -> None:
+        if self._scanned and not self._descriptors and not self._diagnostics and not os.path.isdir(self._tools_root) \
+                and not os.path.isdir(self._skills_root):
+            return  # a home with no tools/ and no skills/: two stats per invocation
         results = [(kind, *kind.folder.scan()) for kind in self._kinds]
         skills_changed = self._scan_skills()
         if self._scanned and not skills_changed and not any(changed for _, _, changed in results):
@@ -160,7 +169,7 @@ class ScriptSource(ToolSource):
     def _scan_skills(self) -> bool:
         """Rescan the home's skills; True when `run_skill`'s descriptor changed (or came, or went)."""
         folder = self.skills.home
-        if not folder.root.is_dir():
+        if not os.path.isdir(self._skills_root):
             changed = self._run_skill is not None
             self._run_skill, self._skill_diagnostics = None, []
             return changed
