@@ -26,7 +26,7 @@ def write_tool(home: Path, name: str, body: str, entry: str = "script.py", kind:
     return folder
 
 
-def call(inv: tooldeck.Invocation, name: str, **args: Any) -> AgentToolResult:
+def call(inv: tooldeck.Invocation, name: str, /, **args: Any) -> AgentToolResult:
     return inv.run([{"id": f"call_{next(_ids)}", "name": name, "arguments": args}])[0]
 
 

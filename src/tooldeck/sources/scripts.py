@@ -33,6 +33,7 @@ from tooldeck.catalog.sources import CallContext, Diagnostic, Executable, ToolSo
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.ids import SourceKind, ToolId
 from tooldeck.core.results import ToolOutput
+from tooldeck.sources import authoring
 from tooldeck.sources import skills as skill_scopes
 from tooldeck.sources.script_loader import DUPLICATE, Loaded, ScriptFolder, ScriptSpec
 from tooldeck.sources.skill_loader import SkillFolder
@@ -86,6 +87,8 @@ class ScriptSource(ToolSource):
         self.skills = skill_scopes.RunSkills(SkillFolder(self.home / skill_scopes.SKILLS_ROOT))
         self._run_skill: ToolDescriptor | None = None
         self._skill_diagnostics: list[Diagnostic] = []
+        self.authoring = authoring.Authoring(self.home)
+        self._authoring_on = False
         self._tools: dict[ToolId, _Tool] = {}
         self._descriptors: list[ToolDescriptor] = []
         self._diagnostics: list[Diagnostic] = []
@@ -112,6 +115,11 @@ class ScriptSource(ToolSource):
     def resolve(self, tool_id: ToolId) -> Executable | None:
         if tool_id == skill_scopes.RUN_SKILL_ID:
             return Executable(self.skills.run_skill) if self._run_skill is not None else None
+        if tool_id in authoring.IDS:
+            if not self._authoring_on:
+                return None
+            fn = getattr(self.authoring, tool_id.name)
+            return Executable(fn, blocking=tool_id.name in ("edit_tool", "edit_skill"))
         tool = self._tools.get(tool_id)
         if tool is None:
             return None
@@ -123,10 +131,14 @@ class ScriptSource(ToolSource):
         the dispatch timeout to it (plus a margin) unless the Profile sets one for the tool."""
         profile = table.profile
         for entry in table.entries.values():
+            explicit = profile is not None and profile.first_match(profile.permissions, entry.tool_id) is not None
+            if entry.binding.descriptor.id in authoring.IDS:
+                if not explicit and entry.permission == "allow":
+                    entry.permission = "ask"  # authoring tools write the home or run code: ask by default
+                continue
             tool = self._tools.get(entry.binding.descriptor.id)
             if tool is None:
                 continue
-            explicit = profile is not None and profile.first_match(profile.permissions, entry.tool_id) is not None
             if tool.spec.always_allow and not explicit and entry.permission == "ask":
                 entry.permission = "allow"
             timed = profile is not None and profile.first_match(profile.tool_timeouts, entry.tool_id) is not None
@@ -140,7 +152,10 @@ class ScriptSource(ToolSource):
             return  # a home with no tools/ and no skills/: two stats per invocation
         results = [(kind, *kind.folder.scan()) for kind in self._kinds]
         skills_changed = self._scan_skills()
-        if self._scanned and not skills_changed and not any(changed for _, _, changed in results):
+        authoring_on = os.path.isdir(self._tools_root)
+        authoring_changed, self._authoring_on = authoring_on != self._authoring_on, authoring_on
+        if self._scanned and not skills_changed and not authoring_changed \
+                and not any(changed for _, _, changed in results):
             return
         self._scanned = True
         tools: dict[ToolId, _Tool] = {}
@@ -164,6 +179,8 @@ class ScriptSource(ToolSource):
         self._descriptors = [t.descriptor for t in self._tools.values()]
         if self._run_skill is not None:
             self._descriptors.append(self._run_skill)
+        if self._authoring_on:
+            self._descriptors.extend(authoring.DESCRIPTORS)
         self._diagnostics = [*diagnostics, *self._skill_diagnostics]
 
     def _scan_skills(self) -> bool:
@@ -192,29 +209,36 @@ class ScriptSource(ToolSource):
         return _Tool(descriptor, spec, item.folder, item.entry, item.runtime)
 
 
-def command_for(tool: _Tool, args: dict[str, Any]) -> str:
-    """The shell command that runs the entry with `args` on stdin and in `TOOLDECK_ARGS`."""
+def command_for(runtime: str, entry: str, args: Any) -> str:
+    """The shell command that runs `/.tool/<entry>` with `args` on stdin and in `TOOLDECK_ARGS`."""
     text = json.dumps(args, ensure_ascii=True, separators=(",", ":"))
     mark = f"TOOLDECK_ARGS_{uuid.uuid4().hex}"
-    return (f"TOOLDECK_ARGS={shlex.quote(text)} {tool.runtime} /{TOOL_MOUNT}/{tool.entry} <<'{mark}'\n"
+    return (f"TOOLDECK_ARGS={shlex.quote(text)} {runtime} /{TOOL_MOUNT}/{entry} <<'{mark}'\n"
             f"{text}\n{mark}\n")
 
 
-def _limits(tool: _Tool, ctx: CallContext) -> Any:
+def _limits(timeout_s: float | None, ctx: CallContext) -> Any:
     from tooldeck.shell import ShellLimits
     from tooldeck.workspace.store import MAX_FILE_BYTES
 
     profile = ctx.invocation.profile
     dispatch = profile.timeout_for(str(ctx.tool_id))
-    if tool.spec.timeout_s is not None and profile.first_match(profile.tool_timeouts, str(ctx.tool_id)) is None:
-        dispatch = max(dispatch, tool.spec.timeout_s + DISPATCH_MARGIN_S)
-    wanted = tool.spec.timeout_s if tool.spec.timeout_s is not None else dispatch
+    if timeout_s is not None and profile.first_match(profile.tool_timeouts, str(ctx.tool_id)) is None:
+        dispatch = max(dispatch, timeout_s + DISPATCH_MARGIN_S)
+    wanted = timeout_s if timeout_s is not None else dispatch
     timeout = min(wanted, max(dispatch - DISPATCH_MARGIN_S, dispatch / 2))
     return ShellLimits(timeout_s=timeout, max_file_bytes=MAX_FILE_BYTES, max_stdout_bytes=MAX_STDOUT_BYTES,
                        max_command_bytes=3 * MAX_ARGS_BYTES)
 
 
 async def _call(tool: _Tool, args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    return await run_entry(tool.folder, tool.entry, tool.runtime, tool.spec.timeout_s, args, ctx)
+
+
+async def run_entry(folder: Path, entry: str, runtime: str, timeout_s: float | None, args: Any,
+                    ctx: CallContext) -> ToolOutput:
+    """Run `folder/entry` in the sandboxed shell (the folder read-only at `/.tool`, the run's workspace
+    roots as for `workspace_shell`) with `args` as JSON on stdin and in `TOOLDECK_ARGS`."""
     from tooldeck.shell import Layout, ShellRun
     from tooldeck.shell.layout import Mount
     from tooldeck.workspace.paths import PathPolicy
@@ -225,17 +249,17 @@ async def _call(tool: _Tool, args: dict[str, Any], ctx: CallContext) -> ToolOutp
     if size > MAX_ARGS_BYTES:
         return ToolOutput.error(SCRIPT_FAILED, f"{name}: the arguments are {size} bytes of JSON; a script tool takes "
                                 f"at most {MAX_ARGS_BYTES}. Pass a workspace file path instead of the content.")
-    if not (tool.folder / tool.entry).is_file():
-        return ToolOutput.error(SCRIPT_UNAVAILABLE, f"{name}: {tool.folder / tool.entry} is gone; the tool is "
+    if not (folder / entry).is_file():
+        return ToolOutput.error(SCRIPT_UNAVAILABLE, f"{name}: {folder / entry} is gone; the tool is "
                                 "currently unavailable, no action was taken.")
     profile = ctx.invocation.profile
     policy = PathPolicy.from_roots(profile.workspace)
     layout = Layout(ctx.run.workspace_root, policy, for_run(ctx.run).views.mounts(),
-                    (Mount(TOOL_MOUNT, tool.folder, False),))
-    limits = _limits(tool, ctx)
+                    (Mount(TOOL_MOUNT, folder, False),))
+    limits = _limits(timeout_s, ctx)
     run = ShellRun(layout, limits, "/")
     try:
-        result = await run.arun(command_for(tool, args))
+        result = await run.arun(command_for(runtime, entry, args))
     except asyncio.CancelledError:
         ctx.turn.outputs[ctx.index] = _output(name, run.cancelled_result(), limits.timeout_s)
         raise
