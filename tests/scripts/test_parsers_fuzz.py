@@ -68,3 +68,25 @@ def test_skill_md_any_bytes(data: bytes) -> None:
 @given(_yamlish, st.sampled_from(["", "name: ab\n", "name: ab\ndescription: d\n"]))
 def test_skill_md_any_front_matter(front: str, head: str) -> None:
     _check_skill(f"---\n{head}{front}\n---\nbody\n".encode())
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=60), st.text(alphabet=st.sampled_from(list("./\\a-_~ \x00:")), max_size=30),
+                 st.none(), st.integers()))
+def test_edit_skill_paths_stay_under_skills(raw: object) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from tooldeck.core.errors import ToolCallError
+    from tooldeck.sources.authoring import Authoring
+
+    with tempfile.TemporaryDirectory() as tmp:
+        authoring = Authoring(Path(tmp))
+        try:
+            path = authoring._skill_path(raw)
+        except ToolCallError as exc:
+            assert exc.code == "skill.edit_invalid"
+            return
+        resolved = path.resolve()
+        assert resolved.is_relative_to(Path(tmp, "skills").resolve()) and resolved != Path(tmp, "skills").resolve()
+        assert not any(part.startswith(".") for part in path.relative_to(Path(tmp, "skills")).parts)
