@@ -112,6 +112,8 @@ class GateTable:
     explain_unknown: list[Callable[[str], str | None]] = field(default_factory=list)
     """Sources that can say why a call name is missing (e.g. its MCP server is down); the first answer is the
     unknown-tool message, before the list of available tools."""
+    profile: Profile | None = None
+    """The Profile the table was built for (a source's `prepare_gate` reads what it names explicitly)."""
 
     @classmethod
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
@@ -122,7 +124,7 @@ class GateTable:
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
         listed = frozenset(snapshot.extra.get("listed") or ())
-        return cls(entries, list(entries), aliases, listed, Guidance.for_snapshot(snapshot))
+        return cls(entries, list(entries), aliases, listed, Guidance.for_snapshot(snapshot), profile=profile)
 
 
 class Gate:

@@ -81,8 +81,15 @@ class Invocation:
         return {b.call_name: b.tool_id for b in self.snapshot.bindings}
 
     def turn_context(self) -> str:
-        """Text for this turn's context: in the deferred modes, every listed tool by name; else empty."""
-        return deferred.turn_context(self.snapshot.loading, self.snapshot.extra.get("listed") or ())
+        """Text for this turn's context: in the deferred modes, every listed tool by name and the skills
+        `run_skill` can load (docs/scripts.md); else empty."""
+        text = deferred.turn_context(self.snapshot.loading, self.snapshot.extra.get("listed") or ())
+        if text:
+            from tooldeck.sources.skills import turn_context as skills_context
+
+            skills = skills_context(self)
+            text = f"{text}\n\n{skills}" if skills else text
+        return text
 
     def deferred_catalog(self) -> DeferredCatalog:
         """The snapshot's find_tools index, built once per snapshot (shared with other invocations)."""

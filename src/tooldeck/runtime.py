@@ -52,6 +52,12 @@ class Runtime:
         self.profile = self._resolve_profile(profile) if profile is not None else self._home_profile()
         self.extensions = ExtensionRegistry()
         chosen = default_builtins() if builtins is None else list(builtins)
+        sources = list(sources)
+        # script and ext tools of <home>/tools/ (docs/scripts.md), unless the host brings its own script source
+        if not any(s.kind == "script" for s in sources):
+            from tooldeck.sources.scripts import ScriptSource
+
+            sources.append(ScriptSource(self.home))
         self.catalog = Catalog([builtin_source([*meta.TOOLS, *chosen]),
                                 self.extensions, *sources])
         self.snapshots = Snapshots(self.catalog)
@@ -129,6 +135,9 @@ class Runtime:
             root = Path(workspace).resolve() if workspace is not None else self.home / "workspaces" / rid
             state = RunState(rid, root, records=self.recorder if self.recording else None)
             state.workspace_root.mkdir(parents=True, exist_ok=True)
+            from tooldeck.sources.skills import attach_home_skills
+
+            attach_home_skills(self.home, state)  # <home>/skills is the run's skills/ unless it has its own
             self.runs[rid] = state
         return state
 

@@ -47,7 +47,10 @@ def manager_for(run: Any, roots: Any | None = None) -> BackgroundManager:
         policy = PathPolicy.from_roots(roots or WorkspaceRoots())
         recorder = run.records  # the runtime's recorder when records are on, else None
         log = StoreEventLog(recorder, run.run_id) if recorder is not None and recorder.recording else None
-        manager = run.state[STATE_KEY] = BackgroundManager(Path(run.workspace_root), policy, log=log)
+        from tooldeck.workspace.store import for_run
+
+        manager = run.state[STATE_KEY] = BackgroundManager(Path(run.workspace_root), policy, log=log,
+                                                           views=for_run(run).views.mounts)
     return manager
 
 

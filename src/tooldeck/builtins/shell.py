@@ -15,7 +15,7 @@ from tooldeck.shell import Layout, ShellLimits, ShellResult, ShellRun, Status
 from tooldeck.shell.limits import KIB
 from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import PathPolicy, parse_dir
-from tooldeck.workspace.store import MAX_FILE_BYTES
+from tooldeck.workspace.store import MAX_FILE_BYTES, for_run
 
 TOOL_ID = ToolId.builtin("workspace.shell")
 SHELL_EXIT = "workspace.shell_exit"
@@ -88,7 +88,7 @@ async def handle(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     policy = PathPolicy.from_roots(profile.workspace)
     workdir = vfs_workdir(args.get("workdir", "/"), policy)
     limits = limits_for(ctx)
-    layout = Layout(ctx.run.workspace_root, policy)
+    layout = Layout(ctx.run.workspace_root, policy, for_run(ctx.run).views.mounts())
     run = ShellRun(layout, limits, workdir)
     try:
         result = await run.arun(args["command"])

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +69,12 @@ class _Live:
 
 class BackgroundManager:
     def __init__(self, workspace_root: Path, policy: PathPolicy, *, keywords: Iterable[str] = ERROR_KEYWORDS,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, log: EventLog | StoreEventLog | None = None) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, log: EventLog | StoreEventLog | None = None,
+                 views: Callable[[], Mapping[str, str]] | None = None) -> None:
         self.workspace_root = Path(workspace_root)
         self.policy = policy
+        self.views = views
+        """The run's read-only roots served from outside folders (skills/), read when a task starts."""
         self.keywords = tuple(keywords)
         self.pattern = keyword_pattern(self.keywords)
         self.timeout_s = timeout_s
@@ -108,8 +111,8 @@ class BackgroundManager:
             output = self.workspace_root / task.output_path
             output.parent.mkdir(parents=True, exist_ok=True)
             output.write_text("", encoding="utf-8")
-            live = _Live(ShellRun(Layout(self.workspace_root, self.policy), limits, workdir,
-                                  stream_bytes=MAX_OUTPUT_FILE_BYTES + 1), output)
+            layout = Layout(self.workspace_root, self.policy, self.views() if self.views else {})
+            live = _Live(ShellRun(layout, limits, workdir, stream_bytes=MAX_OUTPUT_FILE_BYTES + 1), output)
             live.run.on_output = lambda out, err, t=task_id: self._on_output(t, out, err)
             self._live[task_id] = live
             self._log(group_event(group))

@@ -5,11 +5,16 @@ host directory mounted at `/<name>`: writable roots read-write, read-only roots 
 `skills/`) read-only. Hidden roots (`input/`, `.tooldeck/`, anything not listed) are never mounted,
 so they do not exist in the shell. Everything outside the mounts is bashkit's in-memory tree, thrown
 away after the call.
+
+A read-only root the host serves from a folder outside the workspace (`WorkspaceStore.views`, e.g. a
+skills library) is mounted from that folder, as the file tools read it. `extra` mounts are added by a
+caller that needs more (a script tool's own folder, read-only).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tooldeck.workspace.paths import PathPolicy, RootsLike
@@ -30,10 +35,13 @@ class Mount:
 class Layout:
     workspace_root: Path
     policy: PathPolicy
+    views: Mapping[str, str] = field(default_factory=dict)
+    """Read-only roots served from a folder outside the workspace: root name → real host folder."""
+    extra: tuple[Mount, ...] = ()
 
     @classmethod
-    def for_workspace(cls, workspace_root: Path, roots: RootsLike) -> Layout:
-        return cls(Path(workspace_root), PathPolicy.from_roots(roots))
+    def for_workspace(cls, workspace_root: Path, roots: RootsLike, views: Mapping[str, str] | None = None) -> Layout:
+        return cls(Path(workspace_root), PathPolicy.from_roots(roots), dict(views or {}))
 
     def mounts(self) -> tuple[list[Mount], list[str]]:
         """The mounts to make now, and notes for stderr about roots that were left out.
@@ -47,6 +55,11 @@ class Layout:
         notes: list[str] = []
         for name, writable in [*((r, True) for r in self.policy.writable),
                                *((r, False) for r in self.policy.read_only)]:
+            view = None if writable else self.views.get(name)
+            if view is not None:
+                if Path(view).is_dir():
+                    mounts.append(Mount(name, Path(view), False))
+                continue
             host = base / name
             if host.is_symlink():
                 notes.append(f"shell: /{name} is a symbolic link in the workspace and was not mounted")
@@ -59,4 +72,5 @@ class Layout:
                 notes.append(f"shell: /{name} is not a folder in the workspace and was not mounted")
                 continue
             mounts.append(Mount(name, host, writable))
+        mounts.extend(self.extra)
         return mounts, notes
