@@ -268,13 +268,14 @@ def test_a_worker_that_dies_mid_call_is_reported_and_replaced(tmp_path: Path) ->
 
 
 def test_a_worker_that_cannot_start_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tooldeck.shell import engine
+    from tooldeck.shell import engine, session
     from tooldeck.shell.pool import WorkerPool
 
     broken = WorkerPool()
     crash = "import sys; sys.stderr.write('ImportError: no bashkit here\\n'); sys.exit(3)"
     broken._argv = [sys.executable, "-c", crash]
-    monkeypatch.setattr(engine, "get_pool", lambda: broken)
+    for module in (engine, session):  # both take workers from the pool
+        monkeypatch.setattr(module, "get_pool", lambda: broken)
     try:
         result = ShellRun(Layout.for_workspace(tmp_path, WorkspaceRoots()), ShellLimits(timeout_s=5)).run("echo hi")
     finally:
@@ -285,11 +286,12 @@ def test_a_worker_that_cannot_start_says_why(tmp_path: Path, monkeypatch: pytest
 
 def test_a_call_cancelled_while_waiting_for_a_worker_gives_the_worker_back(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from tooldeck.shell import engine
+    from tooldeck.shell import engine, session
     from tooldeck.shell.pool import WorkerPool
 
     small = WorkerPool(max_workers=1)
-    monkeypatch.setattr(engine, "get_pool", lambda: small)
+    for module in (engine, session):  # both take workers from the pool
+        monkeypatch.setattr(module, "get_pool", lambda: small)
     layout = Layout.for_workspace(tmp_path, WorkspaceRoots())
 
     async def main() -> None:

@@ -1,6 +1,6 @@
 """One shell call, seen from the host: prepare it, run it on a worker process, stop it in time.
 
-`ShellRun.run` (blocking) and `ShellRun.arun` (async, no thread) drive the same `_Session`: send the
+`ShellRun.run` (blocking) and `ShellRun.arun` (async, no thread) drive the same `Session`: send the
 call to a worker from `pool.py`, collect its output frames, and at the deadline (or on `cancel()`)
 send STOP. A worker stops a call by itself at the deadline and on STOP (the interpreter at its next
 command boundary, `python3` by killing its monty process, `sleep` at once); one that has not
@@ -12,50 +12,26 @@ nothing it started runs on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import os
-import select
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from tooldeck.shell import protocol
 from tooldeck.shell.layout import Layout
 from tooldeck.shell.limits import KIB, ShellLimits
 from tooldeck.shell.output import CappedText, clip
 from tooldeck.shell.pool import Worker, WorkerUnavailable, get_pool
+from tooldeck.shell.results import ShellResult, Status
+from tooldeck.shell.session import CANCEL, Session
 from tooldeck.shell.text import surrogate_note, well_formed
 
 OutputSink = Callable[[str, str], None]
 """Receives `(stdout_chunk, stderr_chunk)` as the command produces output."""
 
-TIMEOUT, CANCEL = "timeout", "cancel"
 _ids = itertools.count(1)
-
-
-class Status(StrEnum):
-    EXITED = "exited"
-    TIMED_OUT = "timed_out"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-
-
-@dataclass(slots=True)
-class ShellResult:
-    status: Status
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    truncated: bool
-    error: str | None = None
-    duration_s: float = 0.0
-    killed: bool = False
-    """The worker did not stop within the grace period and was killed."""
 
 
 class ShellRun:
@@ -74,7 +50,7 @@ class ShellRun:
         self.stdout = CappedText(limits.max_stdout_bytes)
         self.stderr = CappedText(limits.max_stderr_bytes)
         self._cancelled = False
-        self._session: _Session | None = None
+        self._session: Session | None = None
         self._lock = threading.Lock()
 
     # -- control ------------------------------------------------------------------------------------------
@@ -134,20 +110,20 @@ class ShellRun:
             raise
         return session.finish()
 
-    async def _open_waiting(self, prepared: _Prepared, loop: asyncio.AbstractEventLoop) -> _Session | ShellResult:
+    async def _open_waiting(self, prepared: _Prepared, loop: asyncio.AbstractEventLoop) -> Session | ShellResult:
         """Wait on a thread for a busy pool to free a worker. If the caller is cancelled meanwhile, the
         session that thread opens (already stopped by `cancel()`) is driven to its end by whichever side
         sees it last, so its worker always goes back to the pool."""
-        slot: list[_Session | ShellResult] = []
+        slot: list[Session | ShellResult] = []
         gone = [False]
 
-        def wait_and_open() -> _Session | ShellResult:
+        def wait_and_open() -> Session | ShellResult:
             result = self._open(prepared, lambda: get_pool().checkout(self.deadline))
             with self._lock:
                 orphan = gone[0]
                 if not orphan:
                     slot.append(result)
-            if orphan and isinstance(result, _Session):
+            if orphan and isinstance(result, Session):
                 result.drive()
             return result
 
@@ -159,7 +135,7 @@ class ShellRun:
                 gone[0] = True
                 opened = slot[0] if slot else None
             self.cancel()
-            if isinstance(opened, _Session):
+            if isinstance(opened, Session):
                 get_pool().in_background(opened.drive)
             raise
 
@@ -194,7 +170,7 @@ class ShellRun:
         }
         return _Prepared(request, [m.host_path for m in mounts if m.writable])
 
-    def _open(self, prepared: _Prepared, checkout: Callable[[], Worker]) -> _Session | ShellResult:
+    def _open(self, prepared: _Prepared, checkout: Callable[[], Worker]) -> Session | ShellResult:
         """Check out a worker and send it the call; a worker that died while idle is replaced once."""
         pool = get_pool()
         for _ in range(3):
@@ -204,7 +180,7 @@ class ShellRun:
                 if time.monotonic() >= self.deadline:
                     return self._outcome(Status.TIMED_OUT, None, f"shell: {exc}", False)
                 return self._failed(str(exc))
-            session = _Session(self, worker, dict(prepared.request, id=next(_ids)), prepared.writable)
+            session = Session(self, worker, dict(prepared.request, id=next(_ids)), prepared.writable)
             with self._lock:
                 cancelled = self._cancelled
                 if not cancelled:
@@ -250,185 +226,3 @@ class _Prepared:
 
 class _MustWait(Exception):
     """Every worker is busy: the async caller waits for one on a thread."""
-
-
-class _Session:
-    """One call on one worker: frames in, STOP at the deadline, the kill after the grace period."""
-
-    def __init__(self, run: ShellRun, worker: Worker, request: dict[str, Any], writable: list[Path]) -> None:
-        self.run = run
-        self.worker = worker
-        self.request = request
-        self.id: int = request["id"]
-        self.writable = writable
-        self.reader = protocol.FrameReader()
-        self.done: dict[str, Any] | None = None
-        self.fault: str | None = None
-        self.eof = False
-        self.killed = False
-        self.removed_temps: list[str] = []
-        self.last_error = ""
-        self.stopping: str | None = None
-        self.kill_at: float | None = None
-        self.finished = False
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._future: asyncio.Future[None] | None = None
-
-    def start(self) -> None:
-        self.request["timeout"] = max(self.run.deadline - time.monotonic(), 0.0)
-        self.worker.writable = self.writable
-        self.worker.send(protocol.json_frame(protocol.RUN, self.request))
-
-    # -- events -------------------------------------------------------------------------------------------
-    def stop(self, reason: str) -> None:
-        with self._lock:
-            if self.stopping is not None or self.finished:
-                return
-            self.stopping = reason
-            self.kill_at = time.monotonic() + self.run.limits.stop_grace_s
-        with contextlib.suppress(OSError):
-            self.worker.send(protocol.json_frame(protocol.STOP, {"id": self.id, "reason": reason}), control=True)
-        self._wake()
-
-    def _wake(self) -> None:
-        loop = self._loop
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._reschedule)
-        else:
-            self.worker.wake()
-
-    def _read(self) -> None:
-        try:
-            data = os.read(self.worker.rfd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self.eof = True
-            return
-        for kind, payload in self.reader.feed(data):
-            if kind == protocol.STDOUT:
-                self.run._sink(payload.decode("utf-8", "replace"), "")
-            elif kind == protocol.STDERR:
-                self.run._sink("", payload.decode("utf-8", "replace"))
-            elif kind == protocol.DONE:
-                done = protocol.load(payload)
-                if done.get("id") == self.id:
-                    self.done = done
-            elif kind == protocol.FAULT:
-                self.fault = str(protocol.load(payload).get("traceback", ""))
-
-    def _tick(self) -> None:
-        now = time.monotonic()
-        if self.stopping is None and now >= self.run.deadline:
-            self.stop(TIMEOUT)
-        if self.kill_at is not None and now >= self.kill_at and not self._over:
-            self.killed = True
-            self.removed_temps = self.worker.kill(self.writable)
-            self.eof = True
-
-    @property
-    def _over(self) -> bool:
-        return self.done is not None or self.eof
-
-    def _next_wake(self) -> float:
-        return self.kill_at if self.kill_at is not None else self.run.deadline
-
-    # -- the blocking driver ------------------------------------------------------------------------------
-    def drive(self) -> None:
-        poller = select.poll()
-        poller.register(self.worker.rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        poller.register(self.worker.wake_r, select.POLLIN)
-        while not self._over:
-            wait_ms = max(0, int((self._next_wake() - time.monotonic()) * 1000) + 1)
-            for fd, _ in poller.poll(wait_ms):
-                if fd == self.worker.rfd:
-                    self._read()
-                else:
-                    self.worker.drain_wake()
-            self._tick()
-        if self._loop is None:
-            self._settle()
-
-    # -- the async driver ---------------------------------------------------------------------------------
-    async def drive_async(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._future = loop.create_future()
-        loop.add_reader(self.worker.rfd, self._on_readable)
-        self._reschedule()
-        await self._future
-        self.detach_async()
-        self._settle()
-
-    def _on_readable(self) -> None:
-        self._read()
-        self._tick()
-        self._check()
-
-    def _reschedule(self) -> None:
-        if self._loop is None:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._tick()
-        if self._check():
-            return
-        self._timer = self._loop.call_at(self._loop.time() + max(self._next_wake() - time.monotonic(), 0),
-                                         self._reschedule)
-
-    def _check(self) -> bool:
-        if self._over and self._future is not None and not self._future.done():
-            self._future.set_result(None)
-        return self._over
-
-    def detach_async(self) -> None:
-        """Hand the session back to a blocking driver (after the awaiting task was cancelled)."""
-        loop = self._loop
-        if loop is None:
-            return
-        with contextlib.suppress(Exception):
-            loop.remove_reader(self.worker.rfd)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._loop = None
-
-    # -- the end --------------------------------------------------------------------------------------------
-    def _settle(self) -> None:
-        """Return the worker to the pool (or forget it when it was killed or died)."""
-        with self._lock:
-            if self.finished:
-                return
-            self.finished = True
-        pool = get_pool()
-        if self.done is not None and not self.killed:
-            pool.checkin(self.worker)
-        else:
-            if not self.killed:
-                self.last_error = self.worker.last_error()
-                self.worker.kill(self.writable)
-            pool.discard(self.worker)
-
-    def finish(self) -> ShellResult:
-        run, done = self.run, self.done
-        if done is not None and not self.killed:
-            status = Status(done.get("status", "failed"))
-            truncated = bool(done.get("truncated") or done.get("stream_truncated"))
-            code = done.get("exit_code")
-            return run._outcome(status, code if isinstance(code, int) else None, done.get("error"), truncated)
-        grace = run.limits.stop_grace_s
-        if self.stopping is not None:
-            stopped = ("cancelled" if self.stopping == CANCEL
-                       else f"stopped at the time limit ({run.limits.timeout_s:g} s)")
-            message = (f"shell: {stopped}; a command did not stop within {grace:g} s, so its worker process was "
-                       "killed (output it had not printed yet is lost)")
-            status = Status.CANCELLED if self.stopping == CANCEL else Status.TIMED_OUT
-            return run._outcome(status, None, message, False, killed=True)
-        why = self.fault.strip().splitlines()[-1] if self.fault else self.last_error
-        detail = f" ({why})" if why else ""
-        return run._outcome(Status.FAILED, None, f"shell: the worker process stopped unexpectedly{detail}; the next "
-                                                 "call gets a new one", False)
