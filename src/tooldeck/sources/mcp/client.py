@@ -224,6 +224,8 @@ class ServerConnection:
         if client is None:
             raise ConnectFailed(self.classify(MCPError(CONNECTION_CLOSED, "the connection closed before the request "
                                                        "was sent"), "session"))
+        if peer is None:  # the library's path: nothing to register
+            return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
         with self.callbacks.call(peer):
             return await client.call_tool(name, arguments, read_timeout_seconds=timeout,
                                           progress_callback=progress_callback(peer))
