@@ -7,17 +7,20 @@ the `tooldeck serve` session whose `tools/call` made the upstream call.
   2026-07-28 client cannot be sent requests mid-call at all, so it is refused the same way.
 - `notifications/progress`: sent only when the client's call carried a progress token, with that token
   (the upstream hop has its own), so two calls' progress never cross.
-- `notifications/message`: relayed on the call's stream, at the level the client set (`logging/setLevel`).
+- `notifications/message`: relayed on the call's stream, at the level the client set (`logging/setLevel`;
+  a 2026-07-28 client gets what its request opted in to, as the SDK's sender decides).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -103,8 +106,14 @@ class DownstreamPeer:
     async def log_message(self, params: types.LoggingMessageNotificationParams) -> None:
         if self.log_level is not None and LEVELS.index(params.level) < LEVELS.index(self.log_level):
             return
-        await self._home(self.session.send_notification(types.LoggingMessageNotification(params=params),
-                                                        related_request_id=self.request_id))
+        await self._home(self._log(params))
+
+    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+        # The SDK's sender applies a 2026-07-28 client's per-request opt-in (`_meta` log level); deprecated there.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.session.send_log_message(params.level, params.data, params.logger,
+                                                related_request_id=self.request_id)
 
 
 _CAPABILITIES: dict[str, type[Any]] = {
