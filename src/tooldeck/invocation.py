@@ -208,7 +208,7 @@ class Invocation:
                 results = self._project_rest(turn, checks, records.results)
             except Exception:  # a spill file cannot be written either (a full disk): keep the text inline
                 results = unprojected(turn, checks)
-            records.finish(results, interrupted)
+            records.finish(results, interrupted, cancelled=isinstance(exc, asyncio.CancelledError))
         except Exception as failed:
             exc.add_note(f"tooldeck could not close round {turn.round} of {self.id} in the records: {failed}")
 

@@ -22,7 +22,8 @@ async def test_a_cancelled_turn_records_its_started_calls_as_outcome_unknown(mak
         await task
     calls = {c.call_id: c for c in rt.recorder.history(inv.id).calls}
     assert calls["a"].status == "outcome_unknown"
-    assert calls["a"].result.error_code == "tool.outcome_unknown"
+    assert calls["a"].result.error_code == "tool.cancelled"  # outcome_unknown, and why: the turn was cancelled
+    assert "was cancelled by the client before its result arrived" in calls["a"].result.content
     assert "may or may not have run" in calls["a"].result.content
     assert calls["b"].status == "failed" and calls["b"].result.error_code == "tool.unknown_tool"
 

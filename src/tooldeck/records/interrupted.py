@@ -14,6 +14,9 @@ from tooldeck.core.errors import INVALID_ARGUMENTS, OUTCOME_UNKNOWN
 from tooldeck.core.rawvalue import RawObject
 
 INTERRUPTED = "tool.interrupted"
+CANCELLED = "tool.cancelled"
+"""An `outcome_unknown` call whose turn was cancelled (the host cancelled the call, or an MCP client of
+`tooldeck serve` sent `notifications/cancelled`) before its result arrived."""
 
 
 def _label(call_name: str) -> str:
@@ -23,6 +26,11 @@ def _label(call_name: str) -> str:
 def unknown_outcome_text(call_name: str) -> str:
     return (f"{_label(call_name)} was interrupted before its result arrived: it may or may not have run. "
             "It will not be retried. Check the current state before repeating it.")
+
+
+def cancelled_text(call_name: str) -> str:
+    return (f"{_label(call_name)} was cancelled by the client before its result arrived: it may or may not have "
+            "run. It will not be retried. Check the current state before repeating it.")
 
 
 def not_run_text(call_name: str) -> str:

@@ -32,7 +32,7 @@ from tooldeck.catalog.sources import UNFINISHED, TurnState
 from tooldeck.core.errors import OUTCOME_UNKNOWN
 from tooldeck.core.results import AgentToolResult, ToolOutput, as_output
 from tooldeck.gate import Admitted, Refused
-from tooldeck.records.interrupted import INTERRUPTED, not_run_text, unknown_outcome_text
+from tooldeck.records.interrupted import CANCELLED, INTERRUPTED, cancelled_text, not_run_text, unknown_outcome_text
 from tooldeck.records.port import FinishedCall, Recorder, RequestedCall, StartedCall
 
 FLUSH_DELAY_S = 0.02
@@ -138,15 +138,17 @@ class TurnWriter:
                              self._turn.outputs[i])
 
     # -- step 3: the end of the turn -------------------------------------------------------------
-    def finish(self, results: Sequence[AgentToolResult | None], interrupted: Sequence[int] = ()) -> None:
+    def finish(self, results: Sequence[AgentToolResult | None], interrupted: Sequence[int] = (),
+               cancelled: bool = False) -> None:
         """Write every result not written yet (`results`: the turn's projected results, None for a call
-        whose result never arrived; `interrupted`: calls a host fault stopped before they started)."""
+        whose result never arrived; `interrupted`: calls a host fault stopped before they started;
+        `cancelled`: the turn was cancelled, so a missing result is `tool.cancelled`)."""
         self.close()
         written = self._written
         rest = [i for i in range(len(written)) if not written[i]]
         if rest:
             self._recorder.calls_finished(self._invocation_id, self._turn.round,
-                                          self._records(rest, results, interrupted))
+                                          self._records(rest, results, interrupted, cancelled))
             for i in rest:
                 written[i] = True
 
@@ -159,7 +161,7 @@ class TurnWriter:
             self._ticker = None
 
     def _records(self, indexes: list[int], results: Sequence[AgentToolResult | None],
-                 interrupted: Sequence[int] = ()) -> list[FinishedCall]:
+                 interrupted: Sequence[int] = (), cancelled: bool = False) -> list[FinishedCall]:
         """The records of these calls; their times are dispatch's (None where unknown: never an invented
         duration). A call with no result was cut off before it arrived: `outcome_unknown`, or
         `tool.interrupted` (nothing ran) when a host fault stopped it before it started."""
@@ -176,10 +178,11 @@ class TurnWriter:
                                         INTERRUPTED, [], None, None, None))
                 continue
             if result is None:
-                text = unknown_outcome_text(call.name)
+                code = CANCELLED if cancelled else OUTCOME_UNKNOWN
+                text = cancelled_text(call.name) if cancelled else unknown_outcome_text(call.name)
                 out.append(FinishedCall(call.id, i, check.entry.tool_id, "outcome_unknown", check.args,  # type: ignore[union-attr]
-                                        text, {"error": {"code": OUTCOME_UNKNOWN, "message": text}}, True,
-                                        OUTCOME_UNKNOWN, [], None, None, None))
+                                        text, {"error": {"code": code, "message": text}}, True,
+                                        code, [], None, None, None))
                 continue
             o = as_output(outputs[i])
             status = ("outcome_unknown" if o.may_have_executed else "failed") if o.is_error else "completed"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp
 
@@ -43,10 +44,11 @@ from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
+from tooldeck.server.relay_requests import DownstreamPeer, progress_token
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
-from tooldeck.sources.mcp import collect_results
+from tooldeck.sources.mcp import collect_results, relay_to
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -95,16 +97,19 @@ class TooldeckMCPServer:
         self._fingerprint: bytes | None = None
         self.http_server: Any = None
         """The uvicorn server while `serve_http` runs (its `should_exit` stops it)."""
-        self.server = _Server(
-            SERVER_NAME,
-            version=__version__,
-            instructions=INSTRUCTIONS,
-            lifespan=self._lifespan,
-            get_tool_input_schema=self._input_schema,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_subscriptions_listen=self._listen,
-        )
+        with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still the handshake era's way
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server = _Server(
+                SERVER_NAME,
+                version=__version__,
+                instructions=INSTRUCTIONS,
+                lifespan=self._lifespan,
+                get_tool_input_schema=self._input_schema,
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_subscriptions_listen=self._listen,
+                on_set_logging_level=self._set_level,
+            )
         # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
         # What stays: faults escaping a handler become JSON-RPC -32603, never the SDK's code 0.
         self.server.middleware = [FaultBoundary(), RawArguments(self)]
@@ -161,6 +166,15 @@ class TooldeckMCPServer:
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return self._session(ctx).view.listing
 
+    async def _set_level(self, ctx: ServerRequestContext[Any, Any],
+                         params: types.SetLevelRequestParams) -> types.EmptyResult:
+        """`logging/setLevel`: the session's filter for relayed log messages, forwarded to the upstream servers."""
+        self._session(ctx).log_level = params.level
+        manager = getattr(self.runtime, "mcp", None)
+        if manager is not None and hasattr(manager, "set_log_level"):
+            await manager.set_log_level(params.level)
+        return types.EmptyResult()
+
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
                          params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
         return await self.call(ctx, params.name, params.arguments, params)
@@ -183,7 +197,9 @@ class TooldeckMCPServer:
         call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
         if arguments is not None:
             call["arguments"] = arguments
-        with collect_results() as upstream:
+        peer = DownstreamPeer(ctx.session, request_id, progress_token(params if params is not None else ctx.params),
+                              ctx.protocol_version, session.log_level)
+        with collect_results() as upstream, relay_to(peer):
             [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:
             return question  # the call was held (not run); the client asks its user and retries

@@ -52,6 +52,8 @@ class ServeSession:
     """The SDK `ServerSession` of the session's latest request: its standalone channel carries
     `notifications/tools/list_changed` (handshake era)."""
     last_used: float = field(default_factory=time.monotonic)
+    log_level: Any = None
+    """The level the client set with `logging/setLevel`: relayed upstream log messages below it are dropped."""
 
 
 def catalog_fingerprint(catalog: Catalog) -> bytes:

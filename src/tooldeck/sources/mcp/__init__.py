@@ -11,7 +11,10 @@ What a host or an integration needs, with no import from the modules behind it:
   next step (`classify` with `Evidence` and `Target` for a server, `classify_call` with `CallFacts` and
   `CallOutcome` for a call);
 - for a gateway that relays results as the servers sent them (`tooldeck serve`): `collect_results`, a
-  context manager that collects the upstream `CallToolResult` of each MCP call made inside it, by call id.
+  context manager that collects the upstream `CallToolResult` of each MCP call made inside it, by call id,
+  and `relay_to(peer)`, which sends the requests and notifications an upstream server makes during those
+  calls (sampling, elicitation, roots, progress, logging) to the gateway's client (`Peer`);
+- for a library host with no MCP client in front: `McpCallbacks` (set on `McpManager.callbacks`).
 
 Every name is imported on first use (PEP 562): importing this package, or `config` and `wiring`
 inside it, does not import the MCP SDK (about half a second), so a Runtime whose home configures no
@@ -26,6 +29,7 @@ import typing
 if typing.TYPE_CHECKING:
     from tooldeck.sources.mcp import errors
     from tooldeck.sources.mcp.call_outcome import CallFacts, CallOutcome, classify_call
+    from tooldeck.sources.mcp.callbacks import McpCallbacks, Peer, relay_to
     from tooldeck.sources.mcp.classify import classify
     from tooldeck.sources.mcp.config import McpConfig, Permission, ServerConfig, expand, load
     from tooldeck.sources.mcp.content import SaveTarget, result_output
@@ -43,7 +47,9 @@ _EXPORTS = {
     "Evidence": "evidence",
     "Failure": "failures",
     "McpConfig": "config",
+    "McpCallbacks": "callbacks",
     "McpConfigError": "errors",
+    "Peer": "callbacks",
     "McpManager": "manager",
     "Permission": "config",
     "RefreshReport": "reports",
@@ -58,6 +64,7 @@ _EXPORTS = {
     "errors": "errors",
     "expand": "config",
     "load": "config",
+    "relay_to": "callbacks",
     "result_output": "content",
 }
 
@@ -66,9 +73,11 @@ __all__ = [
     "CallOutcome",
     "Evidence",
     "Failure",
+    "McpCallbacks",
     "McpConfig",
     "McpConfigError",
     "McpManager",
+    "Peer",
     "Permission",
     "RefreshReport",
     "SaveTarget",
@@ -82,6 +91,7 @@ __all__ = [
     "errors",
     "expand",
     "load",
+    "relay_to",
     "result_output",
 ]
 

@@ -21,7 +21,7 @@ from typing import Any
 from tooldeck.catalog.sources import CallContext, Executable
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
-from tooldeck.sources.mcp import health, relay
+from tooldeck.sources.mcp import callbacks, health, relay
 from tooldeck.sources.mcp.call_outcome import CallFacts, classify_call
 from tooldeck.sources.mcp.content import SaveTarget, result_output
 from tooldeck.sources.mcp.discovery import Discovery
@@ -58,7 +58,8 @@ class Calls:
             timeout = call_timeout(state.config.call_timeout_for(native), ctx.invocation.profile.timeout_for(tool_id))
             target = SaveTarget(ctx.run.workspace_root, ctx.invocation.id, ctx.call_id, ctx.round)
             sink = relay.current()  # read here: the send below runs on the MCP loop, in another context
-            return await self.loop.get().run(self.send(state, native, args, timeout, target, sink))
+            peer = callbacks.current()
+            return await self.loop.get().run(self.send(state, native, args, timeout, target, sink, peer))
 
         return Executable(call)
 
@@ -83,7 +84,8 @@ class Calls:
         return None
 
     async def send(self, state: ServerState, native: str, args: dict[str, Any], timeout: float,
-                   target: SaveTarget, sink: relay.Sink | None = None) -> ToolOutput:
+                   target: SaveTarget, sink: relay.Sink | None = None,
+                   peer: callbacks.Peer | None = None) -> ToolOutput:
         """On the MCP loop: connect, list again on a new session, call once, map the result or the failure."""
         server = state.config.name
         try:
@@ -96,7 +98,7 @@ class Calls:
                 return _removed(server, native)
         try:
             async with asyncio.timeout(timeout + CALL_GRACE_S):
-                result = await conn.call_tool(native, args, timeout)
+                result = await conn.call_tool(native, args, timeout, peer)
         except Exception as exc:
             outcome = classify_call(CallFacts(exc, server, native, timeout, conn.evidence.decisive_reply(),
                                               conn.classify))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import time
@@ -28,6 +29,7 @@ from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tooldeck.sources.mcp import listing
+from tooldeck.sources.mcp.callbacks import ConnectionCallbacks, McpCallbacks, Peer, progress_callback
 from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import STDERR_READ_BYTES, Evidence, last_lines
@@ -42,13 +44,16 @@ _SHUTDOWN_WAIT_S = 10.0
 
 class ServerConnection:
     def __init__(self, name: str, endpoint: Endpoint, *, protocol: str, log_path: Path, connect_timeout: float,
-                 on_tools_changed: Callable[[], None], target: Target | None = None) -> None:
+                 on_tools_changed: Callable[[], None], target: Target | None = None,
+                 host_callbacks: Callable[[], McpCallbacks] = McpCallbacks) -> None:
         self.name = name
         self.connect_timeout = connect_timeout
         self.endpoint = endpoint
         self.protocol = protocol
         self.log_path = log_path
         self.on_tools_changed = on_tools_changed
+        self.callbacks = ConnectionCallbacks(name, host_callbacks)
+        """Where the server's own requests and notifications during a call go (`callbacks.py`)."""
         self.target = target or Target(name, "", endpoint.transport, endpoint.command or endpoint.url or "",
                                        endpoint.command, endpoint.cwd, endpoint.url, False, connect_timeout,
                                        str(log_path))
@@ -92,7 +97,10 @@ class ServerConnection:
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[Client] = loop.create_future()
             stop = self._stop = asyncio.Event()
-            self._holder = loop.create_task(self._hold(ready, stop), name=f"mcp-holder:{self.name}")
+            # A fresh context: the holder outlives the call that happened to connect, and what the SDK spawns
+            # from it (server requests over stdio) must not inherit that call's peer (`callbacks.py`).
+            self._holder = loop.create_task(self._hold(ready, stop), name=f"mcp-holder:{self.name}",
+                                            context=contextvars.Context())
             try:
                 async with asyncio.timeout(timeout):
                     client = await asyncio.shield(ready)
@@ -165,8 +173,11 @@ class ServerConnection:
             if self.endpoint.transport == "stdio":
                 errlog = self._open_errlog()
             transport = open_transport(self.endpoint, errlog, self.connect_timeout, self.evidence)
+            cb = self.callbacks
             client = Client(transport, mode=self.protocol, cache=None, client_info=CLIENT_INFO,
-                            message_handler=self._on_message)
+                            message_handler=self._on_message, sampling_callback=cb.sampling,
+                            elicitation_callback=cb.elicitation, list_roots_callback=cb.roots,
+                            logging_callback=cb.logging)
             async with client:
                 self.client = client
                 if not ready.done():
@@ -207,12 +218,17 @@ class ServerConnection:
             log.debug("MCP server %s: transport message: %s", self.name, describe(message))
 
     # -- requests ---------------------------------------------------------------------------------
-    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float,
+                        peer: Peer | None = None) -> types.CallToolResult:
         client = self.client
         if client is None:
             raise ConnectFailed(self.classify(MCPError(CONNECTION_CLOSED, "the connection closed before the request "
                                                        "was sent"), "session"))
-        return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+        if peer is None:  # the library's path: nothing to register
+            return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+        with self.callbacks.call(peer):
+            return await client.call_tool(name, arguments, read_timeout_seconds=timeout,
+                                          progress_callback=progress_callback(peer))
 
     async def list_tools(self, timeout: float) -> listing.Listing:
         """Every page of tools/list (`listing.py`), as raw tool objects with wire field names."""

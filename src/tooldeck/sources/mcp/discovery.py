@@ -21,6 +21,7 @@ from tooldeck.catalog.sources import Diagnostic
 from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp import health
+from tooldeck.sources.mcp.callbacks import McpCallbacks
 from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.client import ServerConnection
 from tooldeck.sources.mcp.errors import LISTING_INVALID, PAGE_LIMIT_EXCEEDED, McpConfigError
@@ -52,7 +53,8 @@ class Discovery:
             state.connection = ServerConnection(
                 state.config.name, endpoint, protocol=state.config.protocol,
                 log_path=self.dirs.log(state.rid), connect_timeout=state.config.connect_timeout_s,
-                on_tools_changed=lambda: self.tools_changed(state), target=self.target(state, endpoint.cwd))
+                on_tools_changed=lambda: self.tools_changed(state), target=self.target(state, endpoint.cwd),
+                host_callbacks=lambda: self.servers.callbacks or McpCallbacks())
         return state.connection
 
     async def connect(self, state: ServerState) -> ServerConnection:

@@ -90,6 +90,25 @@ class McpManager:
         self.servers.rebuild()
 
     @property
+    def callbacks(self) -> Any:
+        """The host's answers to requests upstream servers send during a call (`McpCallbacks`: sampling,
+        elicitation, roots; run on the MCP loop). None until set: such requests are refused with an error
+        that names the missing capability. A gateway's client, when there is one, answers instead."""
+        return self.servers.callbacks
+
+    @callbacks.setter
+    def callbacks(self, callbacks: Any) -> None:
+        self.servers.callbacks = callbacks
+
+    async def set_log_level(self, level: str) -> list[str]:
+        """Forward `logging/setLevel` to every connected handshake-era server that declares logging (from any
+        loop); the names of the servers that took it. A server that refuses it is skipped (debug-logged)."""
+        from tooldeck.sources.mcp.callbacks import forward_log_level
+
+        states = list(self._servers.values())
+        return await self.loop.run(forward_log_level(states, level))
+
+    @property
     def loop(self) -> BackgroundLoop:
         """The MCP background loop, started on first use."""
         return self._slot.get()

@@ -48,6 +48,8 @@ class Servers:
             self.by_rid[reg.registration_id] = state
         self.offered: tuple[ToolDescriptor, ...] = ()
         self.permissions: dict[str, cfg.Permission] = {}
+        self.callbacks: Any = None
+        """The host's `callbacks.McpCallbacks` (`McpManager.callbacks`), or None."""
         self._lock = threading.Lock()
         self.rebuild()
 

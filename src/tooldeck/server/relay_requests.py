@@ -1,0 +1,139 @@
+"""The downstream end of what upstream MCP servers send during a call (`sources.mcp.callbacks`): the client of
+the `tooldeck serve` session whose `tools/call` made the upstream call.
+
+- `sampling/createMessage`, `elicitation/create` (form and URL), `roots/list`: sent to this client as a request
+  related to its call (HTTP: on the call's stream), the answer returned upstream as it came. A client that
+  did not declare the capability is not asked: the upstream request fails with an error naming it. A
+  2026-07-28 client cannot be sent requests mid-call at all, so it is refused the same way.
+- `notifications/progress`: sent only when the client's call carried a progress token, with that token
+  (the upstream hop has its own), so two calls' progress never cross.
+- `notifications/message`: relayed on the call's stream, at the level the client set (`logging/setLevel`;
+  a 2026-07-28 client gets what its request opted in to, as the SDK's sender decides).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+logger = logging.getLogger("tooldeck.serve")
+T = TypeVar("T")
+
+CAPABILITY_MISSING = "serve.capability_missing"
+"""`data.code` of the error an upstream request gets when the client of the call cannot be asked."""
+
+LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
+                                          "emergency")
+
+
+class DownstreamPeer:
+    """One downstream `tools/call`: its session, request id, progress token and protocol version."""
+
+    def __init__(self, session: Any, request_id: types.RequestId | None, progress_token: types.ProgressToken | None,
+                 protocol_version: str | None, log_level: types.LoggingLevel | None = None) -> None:
+        self.session = session
+        self.request_id = request_id
+        self.progress_token = progress_token
+        self.modern = protocol_version in MODERN_PROTOCOL_VERSIONS
+        self.log_level = log_level
+        self.loop = asyncio.get_running_loop()
+        """The server's loop: the session's streams belong to it, the upstream callbacks run on the MCP loop."""
+
+    async def _home(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the server's loop (cancelling the caller cancels it)."""
+        if asyncio.get_running_loop() is self.loop:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def _declared(self, capability: types.ClientCapabilities) -> bool:
+        try:
+            return bool(self.session.check_client_capability(capability))
+        except Exception:  # a session shape we do not know: do not ask
+            return False
+
+    def _refused(self, what: str, capability: str) -> types.ErrorData | None:
+        if self.modern:
+            return _refusal(what, capability, "the MCP client of this `tooldeck serve` session speaks 2026-07-28, "
+                            "where a server cannot send it requests during a call")
+        declared = types.ClientCapabilities(**{capability: _CAPABILITIES[capability]()})
+        if not self._declared(declared):
+            return _refusal(what, capability, "the MCP client of this `tooldeck serve` session did not declare it")
+        return None
+
+    async def _ask(self, request: Any, result_type: type[Any]) -> Any:
+        metadata = ServerMessageMetadata(related_request_id=self.request_id)
+        try:
+            return await self._home(self.session.send_request(request, result_type, metadata=metadata))
+        except Exception as exc:  # the client's error (or its absence) goes upstream as an MCP error
+            error = getattr(exc, "error", None)
+            if isinstance(error, types.ErrorData):
+                return error
+            return types.ErrorData(code=types.INTERNAL_ERROR,
+                                   message=f"the MCP client of this `tooldeck serve` session did not answer: {exc}")
+
+    async def sampling(self, params: types.CreateMessageRequestParams) -> Any:
+        refused = self._refused("sampling/createMessage", "sampling")
+        if refused is not None:
+            return refused
+        return await self._ask(types.CreateMessageRequest(params=params), types.CreateMessageResult)
+
+    async def elicitation(self, params: types.ElicitRequestParams) -> Any:
+        refused = self._refused("elicitation/create", "elicitation")
+        if refused is not None:
+            return refused
+        return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
+
+    async def roots(self) -> Any:
+        refused = self._refused("roots/list", "roots")
+        if refused is not None:
+            return refused
+        return await self._ask(types.ListRootsRequest(), types.ListRootsResult)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self.progress_token is None:
+            return  # the client asked for no progress on this call
+        await self._home(self.session.send_progress_notification(self.progress_token, progress, total, message,
+                                                                 related_request_id=self.request_id))
+
+    async def log_message(self, params: types.LoggingMessageNotificationParams) -> None:
+        if self.log_level is not None and LEVELS.index(params.level) < LEVELS.index(self.log_level):
+            return
+        await self._home(self._log(params))
+
+    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+        # The SDK's sender applies a 2026-07-28 client's per-request opt-in (`_meta` log level); deprecated there.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.session.send_log_message(params.level, params.data, params.logger,
+                                                related_request_id=self.request_id)
+
+
+_CAPABILITIES: dict[str, type[Any]] = {
+    "sampling": types.SamplingCapability,
+    "elicitation": types.ElicitationCapability,
+    "roots": types.RootsCapability,
+}
+
+
+def _refusal(what: str, capability: str, why: str) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, data={"code": CAPABILITY_MISSING}, message=(
+        f"tooldeck serve cannot relay {what} to its client: {why} (capability `{capability}` missing)."))
+
+
+def progress_token(params: Any) -> types.ProgressToken | None:
+    """The progress token the client put in the call's `_meta` (typed params or the raw mapping), if any."""
+    if isinstance(params, dict):  # the raw mapping (wire names)
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+    else:  # typed params: `meta` is a TypedDict with Python names
+        meta = getattr(params, "meta", None)
+        token = meta.get("progress_token") if isinstance(meta, dict) else None
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None

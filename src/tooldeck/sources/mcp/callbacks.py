@@ -1,0 +1,231 @@
+"""Requests and notifications an upstream MCP server sends during a call, routed to whoever made the call.
+
+An upstream server may ask its client (tooldeck) for `sampling/createMessage`, `elicitation/create` or
+`roots/list` while one of its tools runs, and may send `notifications/progress` and `notifications/message`.
+One upstream connection serves every caller, so nothing here is global: each call names its `Peer`.
+
+- A gateway (`tooldeck serve`) opens `relay_to(peer)` around `Invocation.arun`; the MCP executable reads
+  the peer in the caller's task (like `relay.collect_results`) and registers it on the connection for
+  the duration of the call. The downstream client is the peer: requests go to it, answers come back.
+- In the library there is no client in front: the host sets `McpCallbacks` on the manager
+  (`runtime.mcp.callbacks = McpCallbacks(sampling=..., elicitation=..., roots=...)`); they run on the
+  MCP background loop.
+- Without either, the upstream request fails with an MCP error that names the missing capability.
+
+How a request finds its call: the SDK runs the callback in the context of the call when the wire lets it
+(streamable HTTP answers on the call's own stream; the 2026-07-28 `InputRequiredResult` rounds run inside
+the call). Over stdio with the handshake protocol nothing on the wire links the request to a call, so it
+goes to the only call in flight on that connection; with several in flight it is refused as ambiguous
+rather than sent to the wrong client. Progress is per call in every case (the SDK's per-request
+progress callback), logging goes to the call's peer or, with none, to tooldeck's log.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+log = logging.getLogger("tooldeck.mcp")
+
+REFUSED = types.INVALID_REQUEST
+"""JSON-RPC code of a refusal sent upstream (the SDK's own "Sampling not supported" uses it too); its
+`data.code` is one of the two below (docs/mcp.md)."""
+CALLBACK_MISSING = "mcp.callback_missing"
+"""The library host set no callback for this request (`McpCallbacks`)."""
+REQUEST_UNROUTED = "mcp.request_unrouted"
+"""Several calls are in flight on a connection whose wire does not say which one a request belongs to."""
+
+
+class Peer(Protocol):
+    """Whoever answers for one call: the downstream MCP client of a gateway session."""
+
+    async def sampling(self, params: types.CreateMessageRequestParams) -> Any: ...
+
+    async def elicitation(self, params: types.ElicitRequestParams) -> Any: ...
+
+    async def roots(self) -> Any: ...
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+    async def log_message(self, params: types.LoggingMessageNotificationParams) -> None: ...
+
+
+SamplingFn = Callable[[types.CreateMessageRequestParams], Awaitable[types.CreateMessageResult]]
+ElicitationFn = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+RootsFn = Callable[[], Awaitable[types.ListRootsResult]]
+
+
+@dataclass
+class McpCallbacks:
+    """The library host's answers to upstream requests (no MCP client in front). Each is optional; one that is
+    missing refuses its request with a clear error. They run on the MCP background loop."""
+
+    sampling: SamplingFn | None = None
+    elicitation: ElicitationFn | None = None
+    roots: RootsFn | None = None
+
+
+_PEER: ContextVar[Peer | None] = ContextVar("tooldeck_mcp_peer", default=None)
+
+
+def current() -> Peer | None:
+    """The peer of the calling task, if a gateway opened one."""
+    return _PEER.get()
+
+
+@contextmanager
+def relay_to(peer: Peer) -> Iterator[Peer]:
+    """Send the upstream requests and notifications of the MCP calls made inside the block to `peer`."""
+    token = _PEER.set(peer)
+    try:
+        yield peer
+    finally:
+        _PEER.reset(token)
+
+
+@contextmanager
+def in_call(peer: Peer | None) -> Iterator[None]:
+    """On the MCP loop, around one upstream call: the SDK copies this context into the callbacks it can."""
+    if peer is None:
+        yield
+        return
+    token = _PEER.set(peer)
+    try:
+        yield
+    finally:
+        _PEER.reset(token)
+
+
+def refusal(server: str, what: str, why: str, code: str = CALLBACK_MISSING) -> types.ErrorData:
+    return types.ErrorData(code=REFUSED, data={"code": code},
+                           message=f"tooldeck cannot answer {what} from MCP server `{server}`: {why}.")
+
+
+class ConnectionCallbacks:
+    """The SDK client callbacks of one upstream connection: each request goes to the peer of its call."""
+
+    def __init__(self, server: str, host: Callable[[], McpCallbacks]) -> None:
+        self.server = server
+        self.host = host
+        self.active: dict[int, Peer] = {}
+        """Peers of the calls in flight on this connection, by registration number."""
+        self._keys = itertools.count()
+
+    @contextmanager
+    def call(self, peer: Peer | None) -> Iterator[None]:
+        """Register one call's peer while it runs (for requests the wire does not link to a call)."""
+        if peer is None:
+            yield
+            return
+        key = next(self._keys)
+        self.active[key] = peer
+        try:
+            with in_call(peer):
+                yield
+        finally:
+            del self.active[key]
+
+    def _peer(self) -> Peer | str | None:
+        """The peer of the call this request belongs to; None for none; "ambiguous" when it cannot be told."""
+        peer = _PEER.get()
+        if peer is not None:
+            return peer
+        peers = list(self.active.values())
+        if not peers:
+            return None
+        if len(peers) == 1:
+            return peers[0]
+        return "ambiguous"
+
+    def _ambiguous(self, what: str) -> types.ErrorData:
+        return refusal(self.server, what, "several calls to this server are in flight and the request "
+                       "does not say which one it belongs to (stdio with the handshake protocol); make one call "
+                       "at a time, or serve it over streamable HTTP", REQUEST_UNROUTED)
+
+    async def sampling(self, _ctx: Any, params: types.CreateMessageRequestParams) -> Any:
+        peer = self._peer()
+        if isinstance(peer, str):
+            return self._ambiguous("sampling/createMessage")
+        if peer is not None:
+            return await peer.sampling(params)
+        fn = self.host().sampling
+        if fn is None:
+            return refusal(self.server, "sampling/createMessage",
+                           "the host set no sampling callback (McpCallbacks.sampling; capability `sampling` missing)")
+        return await fn(params)
+
+    async def elicitation(self, _ctx: Any, params: types.ElicitRequestParams) -> Any:
+        peer = self._peer()
+        if isinstance(peer, str):
+            return self._ambiguous("elicitation/create")
+        if peer is not None:
+            return await peer.elicitation(params)
+        fn = self.host().elicitation
+        if fn is None:
+            return refusal(self.server, "elicitation/create", "the host set no elicitation callback "
+                           "(McpCallbacks.elicitation; capability `elicitation` missing)")
+        return await fn(params)
+
+    async def roots(self, _ctx: Any) -> Any:
+        peer = self._peer()
+        if isinstance(peer, str):
+            return self._ambiguous("roots/list")
+        if peer is not None:
+            return await peer.roots()
+        fn = self.host().roots
+        if fn is None:
+            return refusal(self.server, "roots/list",
+                           "the host set no roots callback (McpCallbacks.roots; capability `roots` missing)")
+        return await fn()
+
+    async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
+        peer = self._peer()
+        if isinstance(peer, str) or peer is None:
+            log.info("MCP server %s [%s]: %s", self.server, params.level, params.data)
+            return
+        try:
+            await peer.log_message(params)
+        except Exception as exc:  # the client went away; notifications are best-effort
+            log.debug("log message of %s not relayed: %s", self.server, exc)
+
+
+def progress_callback(peer: Peer | None) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
+    """The per-call progress callback handed to the SDK: the upstream token is the SDK's, the peer maps it."""
+    if peer is None:
+        return None
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        try:
+            await peer.progress(progress, total, message)
+        except Exception as exc:  # best-effort, as the notification itself
+            log.debug("progress not relayed: %s", exc)
+
+    return on_progress
+
+
+async def forward_log_level(states: list[Any], level: str) -> list[str]:
+    """On the MCP loop: `logging/setLevel` to each live connection whose server declares logging."""
+    took: list[str] = []
+    for state in states:
+        conn = state.connection
+        client = conn.client if conn is not None and conn.alive() else None
+        if client is None or client.server_capabilities.logging is None:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # deprecated in 2026-07-28, still the way before
+                await client.set_logging_level(level)  # type: ignore[arg-type]
+        except Exception as exc:
+            log.debug("logging/setLevel to %s failed: %s", state.config.name, exc)
+            continue
+        took.append(state.config.name)
+    return took
