@@ -46,6 +46,7 @@ from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
+from tooldeck.server.upstream import UpstreamRelay
 from tooldeck.sources.mcp import collect_results
 
 logger = logging.getLogger("tooldeck.serve")
@@ -104,6 +105,7 @@ class TooldeckMCPServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
+            **self.upstream_handlers(),
         )
         # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
         # What stays: faults escaping a handler become JSON-RPC -32603, never the SDK's code 0.
@@ -196,6 +198,53 @@ class TooldeckMCPServer:
         if sent is not None and result.error_code in RELAYED_ERRORS:
             return relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
         return to_call_result(result, binding.descriptor.output_schema if binding is not None else None)
+
+    # -- upstream resources, prompts, completion (server/upstream.py) -------------------------------
+    def upstream_handlers(self) -> dict[str, Any]:
+        """The handlers that relay the MCP servers' resources, prompts and completion; none without MCP servers
+        (then the capabilities are not declared)."""
+        self.upstream = UpstreamRelay(self.runtime)
+        if not self.upstream.available:
+            return {}
+        return {"on_list_resources": self._list_resources, "on_list_resource_templates": self._list_templates,
+                "on_read_resource": self._read_resource, "on_list_prompts": self._list_prompts,
+                "on_get_prompt": self._get_prompt, "on_completion": self._complete}
+
+    def _recorder(self, ctx: ServerRequestContext[Any, Any]) -> Callable[[str, dict[str, Any]], None]:
+        run_id = self._session(ctx).run_id
+        append = getattr(self.runtime.recorder, "append_run_event", None) if self.runtime.recording else None
+
+        def record(kind: str, data: dict[str, Any]) -> None:
+            if append is not None:
+                append(run_id, kind, data)
+
+        return record
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any, Any],
+                              params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        resources, _ = await self.upstream.list_resources()
+        return types.ListResourcesResult(resources=resources)
+
+    async def _list_templates(self, ctx: ServerRequestContext[Any, Any],
+                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+        _, templates = await self.upstream.list_resources()
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any, Any],
+                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await self.upstream.read(params.uri, self._recorder(ctx))
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any],
+                            params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=await self.upstream.list_prompts())
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any, Any],
+                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await self.upstream.get_prompt(params.name, params.arguments, self._recorder(ctx))
+
+    async def _complete(self, ctx: ServerRequestContext[Any, Any],
+                        params: types.CompleteRequestParams) -> types.CompleteResult:
+        return await self.upstream.complete(params, self._recorder(ctx))
 
     # -- transports -------------------------------------------------------------------------------
     async def run_stdio(self) -> None:
