@@ -4,15 +4,19 @@ arguments and completion, for the tests of what `tooldeck serve` relays besides 
 `python content_server.py --name NAME`: every server serves the same shared URIs and prompt names
 (`note://shared`, `note://{id}`, `greet`), so two of them clash, plus one of each that carries its name
 (`note://NAME/own`, `NAME://items/{item}`, `NAME_only`). Texts name the server, so a test sees which one answered.
+`resources/subscribe` (handshake era) and `subscriptions/listen` (2026-07-28) both work; the tool
+`touch(uri)` announces that a resource changed.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+from typing import Any
 
 import mcp_types as types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
 
 PNG_1x1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -59,6 +63,27 @@ def build(name: str) -> MCPServer:
         if isinstance(ref, types.ResourceTemplateReference) and argument.name in ("id", "item"):
             return types.Completion(values=[f"{name}-{argument.value}{n}" for n in (1, 2)])
         return None
+
+    subscribed: dict[str, list[Any]] = {}  # handshake era: uri -> the sessions that subscribed
+
+    async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subscribed.setdefault(params.uri, []).append(ctx.session)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        subscribed.pop(params.uri, None)
+        return types.EmptyResult()
+
+    server._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+    server._lowlevel_server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
+
+    @server.tool()
+    async def touch(uri: str, ctx: Context) -> str:
+        """Tell the subscribers of `uri` that it changed (both protocol eras)."""
+        await ctx.notify_resource_updated(uri)
+        for session in subscribed.get(uri, []):
+            await session.send_resource_updated(uri)
+        return f"touched {uri}: {len(subscribed.get(uri, []))} handshake-era subscriber(s)"
 
     return server
 

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
@@ -181,3 +182,47 @@ async def test_reads_and_prompts_are_recorded_without_contents(tmp_path: Path) -
     finally:
         db.close()
     assert "secret-value-123" not in dump and "shared note of fb" not in dump
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")  # the handshake-era client API
+@pytest.mark.parametrize("upstream", ["auto", "legacy"])
+async def test_subscriptions_relay_updates_per_session(tmp_path: Path, upstream: str) -> None:
+    home = _home(tmp_path)
+    config = json.loads((home / "mcp.json").read_text())
+    config["mcpServers"]["fb"]["protocol"] = upstream  # legacy: resources/subscribe upstream; auto: listen
+    (home / "mcp.json").write_text(json.dumps(config))
+    seen: dict[str, list[str]] = {"one": [], "two": []}
+
+    def handler(who: str) -> Any:
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ResourceUpdatedNotification):
+                seen[who].append(message.params.uri)
+        return on_message
+
+    async def wait_for(who: str, uri: str) -> None:
+        with anyio.fail_after(30):
+            while uri not in seen[who]:
+                await anyio.sleep(0.05)
+
+    with http_server(home) as served:
+        async with Client(served.url, mode="legacy", read_timeout_seconds=30, message_handler=handler("one")) as one, \
+                Client(served.url, mode="legacy", read_timeout_seconds=30, message_handler=handler("two")) as two:
+            shared, own = "tooldeck+mcp://fb/note://shared", "note://fb/own"
+            await one.subscribe_resource(shared)
+            await two.subscribe_resource(shared)
+            await two.subscribe_resource(own)
+            await one.call_tool("mcp__fb__touch", {"uri": "note://shared"})
+            await wait_for("one", shared)
+            await wait_for("two", shared)
+            await two.unsubscribe_resource(shared)
+            await one.call_tool("mcp__fb__touch", {"uri": "note://shared"})
+            await one.call_tool("mcp__fb__touch", {"uri": "note://fb/own"})
+            await wait_for("two", own)
+            with anyio.fail_after(30):
+                while seen["one"].count(shared) < 2:
+                    await anyio.sleep(0.05)
+            assert seen["two"] == [shared, own]  # unsubscribed from shared: only own's update came after
+            assert own not in seen["one"]  # per session: one never subscribed to own
+            with pytest.raises(MCPError) as info:
+                await one.subscribe_resource("nope://nothing")
+            assert info.value.data["code"] == "serve.resource_unknown"

@@ -208,7 +208,8 @@ class TooldeckMCPServer:
             return {}
         return {"on_list_resources": self._list_resources, "on_list_resource_templates": self._list_templates,
                 "on_read_resource": self._read_resource, "on_list_prompts": self._list_prompts,
-                "on_get_prompt": self._get_prompt, "on_completion": self._complete}
+                "on_get_prompt": self._get_prompt, "on_completion": self._complete,
+                "on_subscribe_resource": self._subscribe, "on_unsubscribe_resource": self._unsubscribe}
 
     def _recorder(self, ctx: ServerRequestContext[Any, Any]) -> Callable[[str, dict[str, Any]], None]:
         run_id = self._session(ctx).run_id
@@ -242,6 +243,17 @@ class TooldeckMCPServer:
                           params: types.GetPromptRequestParams) -> types.GetPromptResult:
         return await self.upstream.get_prompt(params.name, params.arguments, self._recorder(ctx))
 
+    async def _subscribe(self, ctx: ServerRequestContext[Any, Any],
+                         params: types.SubscribeRequestParams) -> types.EmptyResult:
+        session = self._session(ctx)
+        await self.upstream.subscribe(params.uri, session.key, ctx.session)
+        return types.EmptyResult()
+
+    async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any],
+                           params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        await self.upstream.unsubscribe(params.uri, self._session(ctx).key)
+        return types.EmptyResult()
+
     async def _complete(self, ctx: ServerRequestContext[Any, Any],
                         params: types.CompleteRequestParams) -> types.CompleteResult:
         return await self.upstream.complete(params, self._recorder(ctx))
@@ -267,7 +279,11 @@ class TooldeckMCPServer:
         )
         cap = SessionCap(limits.max_sessions, limits.session_idle_timeout)
         return HttpGateway(app, guard, limits.max_body_bytes, limits.max_header_bytes, cap,
-                           on_session_end=self.registry.forget)
+                           on_session_end=self._session_ended)
+
+    def _session_ended(self, key: str) -> None:
+        self.upstream.forget(key)
+        self.registry.forget(key)
 
     async def serve_http(self, sock: socket.socket, guard: HttpGuard,
                          on_ready: Callable[[], None] | None = None) -> None:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from tooldeck.runtime import Runtime
 from tooldeck.sources.mcp.failures import ConnectFailed
 from tooldeck.sources.mcp.namespace import assign_prompts, assign_uris, decode_uri
 from tooldeck.sources.mcp.resources import Offer
+from tooldeck.sources.mcp.watches import Watches
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -72,6 +74,10 @@ class UpstreamRelay:
         self.hidden: dict[tuple[str, str], str] = {}
         """(kind, original) -> server, for what the access rules hide: a request for it is refused clearly."""
         self._rids: dict[str, str] = {}
+        self._watches: Watches | None = None
+        self._callbacks: dict[tuple[str, str], Callable[[str], None]] = {}
+        self.subscribers: dict[tuple[str, str], dict[tuple[str | None, str], Any]] = {}
+        """(server, upstream URI) -> {(session key, URI as the client subscribed to it): the session to notify}"""
 
     @property
     def available(self) -> bool:
@@ -164,6 +170,60 @@ class UpstreamRelay:
         record("mcp_completion", {"server": server, "ref": original, "argument": params.argument.name,
                                   "values": len(result.completion.values)})
         return result
+
+    # -- subscriptions (handshake-era clients: resources/subscribe) ----------------------------------
+    async def subscribe(self, uri: str, session_key: str | None, notifier: Any) -> None:
+        server, original = await self._route_uri(uri)
+        key = (server, original)
+        subscribers = self.subscribers.setdefault(key, {})
+        first = not subscribers
+        subscribers[(session_key, uri)] = notifier
+        if first:
+            try:
+                await self._send(lambda m: self._watches_of(m).subscribe(server, original, self._updated(key)), server)
+            except BaseException:
+                del self.subscribers[key]
+                raise
+
+    async def unsubscribe(self, uri: str, session_key: str | None) -> None:
+        server, original = await self._route_uri(uri)
+        key = (server, original)
+        subscribers = self.subscribers.get(key, {})
+        subscribers.pop((session_key, uri), None)
+        if not subscribers and key in self.subscribers:
+            del self.subscribers[key]
+            await self._send(lambda m: self._watches_of(m).unsubscribe(server, original, self._updated(key)), server)
+
+    def forget(self, session_key: str) -> None:
+        """A session ended: its subscriptions go (the upstream one stays until its last subscriber leaves)."""
+        for subscribers in self.subscribers.values():
+            for entry in [e for e in subscribers if e[0] == session_key]:
+                del subscribers[entry]
+
+    def _watches_of(self, manager: Any) -> Watches:
+        if self._watches is None:
+            self._watches = Watches(manager.upstream)
+        return self._watches
+
+    def _updated(self, key: tuple[str, str]) -> Callable[[str], None]:
+        """The callback of one upstream subscription (on the MCP loop): tell each subscriber, on serve's loop."""
+        callback = self._callbacks.get(key)
+        if callback is not None:
+            return callback
+        loop = asyncio.get_running_loop()
+
+        def updated(_uri: str) -> None:
+            for (session_key, uri), notifier in list(self.subscribers.get(key, {}).items()):
+                future = asyncio.run_coroutine_threadsafe(notifier.send_resource_updated(uri), loop)
+                future.add_done_callback(lambda f, k=(session_key, uri): self._sent(key, k, f))
+
+        self._callbacks[key] = updated
+        return updated
+
+    def _sent(self, key: tuple[str, str], subscriber: tuple[str | None, str], future: Any) -> None:
+        if not future.cancelled() and future.exception() is not None:  # that client went away
+            logger.debug("resources/updated to session %s dropped: %s", subscriber[0], future.exception())
+            self.subscribers.get(key, {}).pop(subscriber, None)
 
     # -- routing ----------------------------------------------------------------------------------
     async def _route_uri(self, uri: str) -> tuple[str, str]:
