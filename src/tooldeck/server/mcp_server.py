@@ -196,7 +196,9 @@ class TooldeckMCPServer:
             raise MCPError(types.INVALID_PARAMS, result.content, data={"code": UNKNOWN_TOOL})
         sent = upstream.get(call["id"])
         if sent is not None and result.error_code in RELAYED_ERRORS:
-            return relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
+            relayed = relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
+            self.upstream.own_results.note(session.key, result, inv.run_state.workspace_root, inv.id)
+            return relayed
         return to_call_result(result, binding.descriptor.output_schema if binding is not None else None)
 
     # -- upstream resources, prompts, completion (server/upstream.py) -------------------------------
@@ -233,6 +235,9 @@ class TooldeckMCPServer:
 
     async def _read_resource(self, ctx: ServerRequestContext[Any, Any],
                              params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        own = self.upstream.own_results.read(params.uri, self._session(ctx).key)
+        if own is not None:
+            return own
         return await self.upstream.read(params.uri, self._recorder(ctx))
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any],

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from tooldeck.catalog.profile import matches
 from tooldeck.runtime import Runtime
+from tooldeck.server.own_results import OwnResults
 from tooldeck.sources.mcp.failures import ConnectFailed
 from tooldeck.sources.mcp.namespace import assign_prompts, assign_uris, decode_uri
 from tooldeck.sources.mcp.resources import Offer
@@ -75,6 +76,7 @@ class UpstreamRelay:
         """(kind, original) -> server, for what the access rules hide: a request for it is refused clearly."""
         self._rids: dict[str, str] = {}
         self._watches: Watches | None = None
+        self.own_results = OwnResults()
         self._callbacks: dict[tuple[str, str], Callable[[str], None]] = {}
         self.subscribers: dict[tuple[str, str], dict[tuple[str | None, str], Any]] = {}
         """(server, upstream URI) -> {(session key, URI as the client subscribed to it): the session to notify}"""
@@ -195,7 +197,9 @@ class UpstreamRelay:
             await self._send(lambda m: self._watches_of(m).unsubscribe(server, original, self._updated(key)), server)
 
     def forget(self, session_key: str) -> None:
-        """A session ended: its subscriptions go (the upstream one stays until its last subscriber leaves)."""
+        """A session ended: its subscriptions and spilled-result links go (an upstream subscription stays until its
+        last subscriber leaves)."""
+        self.own_results.forget(session_key)
         for subscribers in self.subscribers.values():
             for entry in [e for e in subscribers if e[0] == session_key]:
                 del subscribers[entry]
