@@ -29,10 +29,7 @@ from mcp.shared.exceptions import MCPError
 from tooldeck.catalog.profile import matches
 from tooldeck.runtime import Runtime
 from tooldeck.server.own_results import OwnResults
-from tooldeck.sources.mcp.failures import ConnectFailed
-from tooldeck.sources.mcp.namespace import assign_prompts, assign_uris, decode_uri
-from tooldeck.sources.mcp.resources import Offer
-from tooldeck.sources.mcp.watches import Watches
+from tooldeck.sources.mcp import ConnectFailed, Watches, assign_prompts, assign_uris, decode_uri
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -95,7 +92,7 @@ class UpstreamRelay:
         manager = self.runtime.mcp
         return manager is not None and manager.permission_for(pid) == "allow"
 
-    def _visible(self, offers: list[Offer], kind: str, native: Callable[[Any], str]) -> list[Offer]:
+    def _visible(self, offers: list[Any], kind: str, native: Callable[[Any], str]) -> list[Any]:
         out = []
         for offer in offers:
             self._rids[offer.server] = offer.registration_id
