@@ -75,6 +75,7 @@ class UpstreamRelay:
         self._watches: Watches | None = None
         self.own_results = OwnResults()
         self._callbacks: dict[tuple[str, str], Callable[[str], None]] = {}
+        self._pending: set[asyncio.Future[Any]] = set()
         self.subscribers: dict[tuple[str, str], dict[tuple[str | None, str], Any]] = {}
         """(server, upstream URI) -> {(session key, URI as the client subscribed to it): the session to notify}"""
 
@@ -213,15 +214,20 @@ class UpstreamRelay:
             return callback
         loop = asyncio.get_running_loop()
 
-        def updated(_uri: str) -> None:
-            for (session_key, uri), notifier in list(self.subscribers.get(key, {}).items()):
-                future = asyncio.run_coroutine_threadsafe(notifier.send_resource_updated(uri), loop)
-                future.add_done_callback(lambda f, k=(session_key, uri): self._sent(key, k, f))
+        def updated(_uri: str) -> None:  # on the MCP loop: the subscribers are serve's, read them there
+            loop.call_soon_threadsafe(self._notify, key)
 
         self._callbacks[key] = updated
         return updated
 
+    def _notify(self, key: tuple[str, str]) -> None:
+        for subscriber, notifier in list(self.subscribers.get(key, {}).items()):
+            task = asyncio.ensure_future(notifier.send_resource_updated(subscriber[1]))
+            self._pending.add(task)
+            task.add_done_callback(lambda t, s=subscriber: self._sent(key, s, t))
+
     def _sent(self, key: tuple[str, str], subscriber: tuple[str | None, str], future: Any) -> None:
+        self._pending.discard(future)
         if not future.cancelled() and future.exception() is not None:  # that client went away
             logger.debug("resources/updated to session %s dropped: %s", subscriber[0], future.exception())
             self.subscribers.get(key, {}).pop(subscriber, None)
