@@ -10,14 +10,14 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
-from tests.server.support import serve_client
+from tests.server.support import http_server, serve_client
 from tooldeck.records.store import SqliteRecorder
 
 FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "fixtures" / "fixture_server.py"
@@ -66,6 +66,7 @@ async def test_blocks_reach_the_client_as_sent(tmp_path: Path, transport: str, l
         failed = await call("fail", {"reason": "nope"})
         big = await call("big", {"chars": 20_000})
         media = await call("media", {})
+        full = await client.read_resource(big.content[1].uri)  # the spilled text, served by tooldeck itself
 
     assert [b.type for b in image.content] == ["text", "image"]
     assert image.content[0].text == "A red pixel."
@@ -93,9 +94,10 @@ async def test_blocks_reach_the_client_as_sent(tmp_path: Path, transport: str, l
     # over the inline limit: the preview and where the full text is, plus a link the client can open here
     assert [b.type for b in big.content] == ["text", "resource_link"]
     assert big.content[0].text.startswith("This tool result is too large to include in full (20000 characters)")
-    spilled = Path(unquote(urlsplit(big.content[1].uri).path))
-    assert big.content[1].uri.startswith("file://") and spilled.is_file()
-    assert len(spilled.read_text().replace("\n", "")) >= 20_000 - 20_000 // 37
+    assert big.content[1].uri.startswith("tooldeck://tool-results/") and big.content[1].name in big.content[0].text
+    [text] = full.contents
+    assert text.uri == big.content[1].uri and text.mime_type == "text/plain"
+    assert len(text.text.replace("\n", "")) >= 20_000 - 20_000 // 37 and len(text.text) == big.content[1].size
 
     store = SqliteRecorder(home / "records.sqlite")
     try:
@@ -136,4 +138,20 @@ def test_a_real_spill_becomes_a_link(tmp_path: Path) -> None:
     out = relayed_call_result(AgentToolResult("c1", "t", "preview", marker, False, None, [rel]), upstream,
                               tmp_path, "inv_1")
     assert [b.type for b in out.content] == ["text", "resource_link"] and out.content[0].text == "preview"
-    assert out.content[1].uri == (tmp_path / rel).resolve().as_uri() and out.content[1].size == 9
+    assert out.content[1].uri == f"tooldeck://{rel}" and out.content[1].size == 9
+
+
+async def test_a_spilled_result_is_readable_only_by_its_own_session(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    with http_server(home, "--loading", "eager") as served:
+        async with Client(served.url, mode="legacy", read_timeout_seconds=30) as one, \
+                Client(served.url, mode="legacy", read_timeout_seconds=30) as two:
+            await _wait(one, "mcp__fx__big")
+            big = await one.call_tool("mcp__fx__big", {"chars": 20_000})
+            uri = big.content[-1].uri
+            assert (await one.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+            for other, target in ((two, uri), (one, uri.replace("round-", "x-")),
+                                  (one, "tooldeck://tool-results/../../etc/hostname")):
+                with pytest.raises(MCPError) as info:
+                    await other.read_resource(target)
+                assert info.value.code == -32002 and info.value.data["code"] == "serve.result_unknown"

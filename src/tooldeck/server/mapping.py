@@ -110,7 +110,8 @@ def relayed_call_result(result: AgentToolResult, upstream: types.CallToolResult,
     """A proxied tool's result as its server sent it: content blocks, `structuredContent`, `_meta` and `isError`
     unchanged, plus tooldeck's `_meta` keys. When the text was over the inline limit (the projection spilled
     it), the text blocks give way to the projected text (a preview and the path of the full text) and a
-    `resource_link` to the spilled file (`file://`, on this machine); the other blocks stay as sent."""
+    `resource_link` to the spilled file (`tooldeck://tool-results/<invocation>/<file>`, which `resources/read`
+    of the same session serves: `spilled_uri`); the other blocks stay as sent."""
     meta: dict[str, Any] = dict(upstream.meta or {})
     if result.tool_id is not None:
         meta[f"{META_PREFIX}tool_id"] = result.tool_id
@@ -122,12 +123,24 @@ def relayed_call_result(result: AgentToolResult, upstream: types.CallToolResult,
         rel, path = spilled
         content = [types.TextContent(type="text", text=result.content),
                    *(b for b in content if not isinstance(b, types.TextContent)),
-                   types.ResourceLink(type="resource_link", uri=path.as_uri(), name=rel, mime_type="text/plain",
+                   types.ResourceLink(type="resource_link", uri=spilled_uri(rel), name=rel, mime_type="text/plain",
                                       size=path.stat().st_size,
                                       description=f"The full result ({result.structured.get('char_count')} "
                                                   "characters).")]
     return types.CallToolResult(content=content, structured_content=upstream.structured_content,
                                 is_error=upstream.is_error, meta=meta or None)
+
+
+SPILLED_SCHEME = "tooldeck://"
+
+
+def spilled_uri(rel: str) -> str:
+    """The URI of a spilled result file (`rel`: `tool-results/<invocation>/<file>`, workspace-relative)."""
+    return SPILLED_SCHEME + rel
+
+
+def spilled_file(result: AgentToolResult, workspace_root: Path, invocation_id: str) -> tuple[str, Path] | None:
+    return _spilled_file(result, workspace_root, invocation_id)
 
 
 def _spilled_file(result: AgentToolResult, workspace_root: Path, invocation_id: str) -> tuple[str, Path] | None:

@@ -48,6 +48,7 @@ from tooldeck.server.relay_requests import DownstreamPeer, progress_token
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
+from tooldeck.server.upstream import UpstreamRelay
 from tooldeck.sources.mcp import collect_results, relay_to
 
 logger = logging.getLogger("tooldeck.serve")
@@ -109,6 +110,7 @@ class TooldeckMCPServer:
                 on_call_tool=self._call_tool,
                 on_subscriptions_listen=self._listen,
                 on_set_logging_level=self._set_level,
+                **self.upstream_handlers(),
             )
         # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
         # What stays: faults escaping a handler become JSON-RPC -32603, never the SDK's code 0.
@@ -210,8 +212,72 @@ class TooldeckMCPServer:
             raise MCPError(types.INVALID_PARAMS, result.content, data={"code": UNKNOWN_TOOL})
         sent = upstream.get(call["id"])
         if sent is not None and result.error_code in RELAYED_ERRORS:
-            return relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
+            relayed = relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
+            self.upstream.own_results.note(session.key, result, inv.run_state.workspace_root, inv.id)
+            return relayed
         return to_call_result(result, binding.descriptor.output_schema if binding is not None else None)
+
+    # -- upstream resources, prompts, completion (server/upstream.py) -------------------------------
+    def upstream_handlers(self) -> dict[str, Any]:
+        """The handlers that relay the MCP servers' resources, prompts and completion; none without MCP servers
+        (then the capabilities are not declared)."""
+        self.upstream = UpstreamRelay(self.runtime)
+        if not self.upstream.available:
+            return {}
+        return {"on_list_resources": self._list_resources, "on_list_resource_templates": self._list_templates,
+                "on_read_resource": self._read_resource, "on_list_prompts": self._list_prompts,
+                "on_get_prompt": self._get_prompt, "on_completion": self._complete,
+                "on_subscribe_resource": self._subscribe, "on_unsubscribe_resource": self._unsubscribe}
+
+    def _recorder(self, ctx: ServerRequestContext[Any, Any]) -> Callable[[str, dict[str, Any]], None]:
+        run_id = self._session(ctx).run_id
+        append = getattr(self.runtime.recorder, "append_run_event", None) if self.runtime.recording else None
+
+        def record(kind: str, data: dict[str, Any]) -> None:
+            if append is not None:
+                append(run_id, kind, data)
+
+        return record
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any, Any],
+                              params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        resources, _ = await self.upstream.list_resources()
+        return types.ListResourcesResult(resources=resources)
+
+    async def _list_templates(self, ctx: ServerRequestContext[Any, Any],
+                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+        _, templates = await self.upstream.list_resources()
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any, Any],
+                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        own = self.upstream.own_results.read(params.uri, self._session(ctx).key)
+        if own is not None:
+            return own
+        return await self.upstream.read(params.uri, self._recorder(ctx))
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any],
+                            params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=await self.upstream.list_prompts())
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any, Any],
+                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await self.upstream.get_prompt(params.name, params.arguments, self._recorder(ctx))
+
+    async def _subscribe(self, ctx: ServerRequestContext[Any, Any],
+                         params: types.SubscribeRequestParams) -> types.EmptyResult:
+        session = self._session(ctx)
+        await self.upstream.subscribe(params.uri, session.key, ctx.session)
+        return types.EmptyResult()
+
+    async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any],
+                           params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        await self.upstream.unsubscribe(params.uri, self._session(ctx).key)
+        return types.EmptyResult()
+
+    async def _complete(self, ctx: ServerRequestContext[Any, Any],
+                        params: types.CompleteRequestParams) -> types.CompleteResult:
+        return await self.upstream.complete(params, self._recorder(ctx))
 
     # -- transports -------------------------------------------------------------------------------
     async def run_stdio(self) -> None:
@@ -234,7 +300,11 @@ class TooldeckMCPServer:
         )
         cap = SessionCap(limits.max_sessions, limits.session_idle_timeout)
         return HttpGateway(app, guard, limits.max_body_bytes, limits.max_header_bytes, cap,
-                           on_session_end=self.registry.forget)
+                           on_session_end=self._session_ended)
+
+    def _session_ended(self, key: str) -> None:
+        self.upstream.forget(key)
+        self.registry.forget(key)
 
     async def serve_http(self, sock: socket.socket, guard: HttpGuard,
                          on_ready: Callable[[], None] | None = None) -> None:

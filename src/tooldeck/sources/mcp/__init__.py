@@ -13,7 +13,10 @@ What a host or an integration needs, with no import from the modules behind it:
 - for a gateway that relays results as the servers sent them (`tooldeck serve`): `collect_results`, a
   context manager that collects the upstream `CallToolResult` of each MCP call made inside it, by call id,
   and `relay_to(peer)`, which sends the requests and notifications an upstream server makes during those
-  calls (sampling, elicitation, roots, progress, logging) to the gateway's client (`Peer`);
+  calls (sampling, elicitation, roots, progress, logging) to the gateway's client (`Peer`); and for
+  relaying the servers' resources and prompts: `McpManager.upstream`, the names scheme (`assign_uris`,
+  `decode_uri`, `assign_prompts`), `Watches` (resource subscriptions) and `ConnectFailed` (a server that
+  cannot be reached);
 - for a library host with no MCP client in front: `McpCallbacks` (set on `McpManager.callbacks`).
 
 Every name is imported on first use (PEP 562): importing this package, or `config` and `wiring`
@@ -35,15 +38,18 @@ if typing.TYPE_CHECKING:
     from tooldeck.sources.mcp.content import SaveTarget, result_output
     from tooldeck.sources.mcp.errors import McpConfigError
     from tooldeck.sources.mcp.evidence import Evidence
-    from tooldeck.sources.mcp.failures import Failure, Target
+    from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Target
     from tooldeck.sources.mcp.manager import McpManager
+    from tooldeck.sources.mcp.namespace import assign_prompts, assign_uris, decode_uri
     from tooldeck.sources.mcp.relay import collect_results
     from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
+    from tooldeck.sources.mcp.watches import Watches
 
 # public name -> the module that defines it (`errors` is the module itself)
 _EXPORTS = {
     "CallFacts": "call_outcome",
     "CallOutcome": "call_outcome",
+    "ConnectFailed": "failures",
     "Evidence": "evidence",
     "Failure": "failures",
     "McpConfig": "config",
@@ -58,9 +64,13 @@ _EXPORTS = {
     "ServerStatus": "reports",
     "Target": "failures",
     "ToolInfo": "reports",
+    "Watches": "watches",
+    "assign_prompts": "namespace",
+    "assign_uris": "namespace",
     "classify": "classify",
     "classify_call": "call_outcome",
     "collect_results": "relay",
+    "decode_uri": "namespace",
     "errors": "errors",
     "expand": "config",
     "load": "config",
@@ -71,6 +81,7 @@ _EXPORTS = {
 __all__ = [
     "CallFacts",
     "CallOutcome",
+    "ConnectFailed",
     "Evidence",
     "Failure",
     "McpCallbacks",
@@ -85,9 +96,13 @@ __all__ = [
     "ServerStatus",
     "Target",
     "ToolInfo",
+    "Watches",
+    "assign_prompts",
+    "assign_uris",
     "classify",
     "classify_call",
     "collect_results",
+    "decode_uri",
     "errors",
     "expand",
     "load",

@@ -66,6 +66,8 @@ class ServerConnection:
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
+        self.listeners: list[Callable[[Any], None]] = []
+        """Called with every message the server sends on its own (`resources.Watches` relays resource updates)."""
 
     # -- state ------------------------------------------------------------------------------------
     def alive(self) -> bool:
@@ -210,6 +212,8 @@ class ServerConnection:
                     pass
 
     async def _on_message(self, message: Any) -> None:
+        for listener in self.listeners:
+            listener(message)
         if isinstance(message, types.ToolListChangedNotification):
             self.on_tools_changed()
         elif isinstance(message, Exception):  # a stdout line that is not JSON-RPC, or a broken SSE event

@@ -42,6 +42,7 @@ from tooldeck.sources.mcp.discovery import Discovery
 from tooldeck.sources.mcp.explain import server_diagnostics
 from tooldeck.sources.mcp.loop import BackgroundLoop, LoopSlot
 from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
+from tooldeck.sources.mcp.resources import Upstream
 from tooldeck.sources.mcp.servers import Servers
 from tooldeck.sources.mcp.state import McpDirs, ServerState
 
@@ -65,6 +66,8 @@ class McpManager:
         self._slot = LoopSlot()
         self.discovery = Discovery(self.servers)
         self._calls = Calls(self.servers, self.discovery, self._slot)
+        self.upstream = Upstream(self.servers, self.discovery, self._slot)
+        """The servers' resources, templates, prompts and completion, for a gateway (`resources.py`)."""
         self._executables: dict[ToolId, Executable] = {}
         self._atexit = _register_atexit(self)
         if start:
