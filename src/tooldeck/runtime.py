@@ -55,9 +55,9 @@ class Runtime:
         sources = list(sources)
         # script and ext tools of <home>/tools/ (docs/scripts.md), unless the host brings its own script source
         if not any(s.kind == "script" for s in sources):
-            from tooldeck.sources.scripts import ScriptSource
+            from tooldeck.sources.home_scripts import HomeScriptSource
 
-            sources.append(ScriptSource(self.home))
+            sources.append(HomeScriptSource(self.home))
         self.catalog = Catalog([builtin_source([*meta.TOOLS, *chosen]),
                                 self.extensions, *sources])
         self.snapshots = Snapshots(self.catalog)
@@ -135,9 +135,10 @@ class Runtime:
             root = Path(workspace).resolve() if workspace is not None else self.home / "workspaces" / rid
             state = RunState(rid, root, records=self.recorder if self.recording else None)
             state.workspace_root.mkdir(parents=True, exist_ok=True)
-            from tooldeck.sources.skills import attach_home_skills
+            if (self.home / "skills").is_dir():  # <home>/skills is the run's skills/ unless it has its own
+                from tooldeck.sources.skills import attach_home_skills
 
-            attach_home_skills(self.home, state)  # <home>/skills is the run's skills/ unless it has its own
+                attach_home_skills(self.home, state)
             self.runs[rid] = state
         return state
 
