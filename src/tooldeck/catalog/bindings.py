@@ -41,7 +41,22 @@ def verdicts(offered: tuple[ToolDescriptor, ...], profile: Profile, ctx: Availab
         extra = profile.requires_for(str(d.id)) if table else None
         if d.is_conditional() or extra is not None:
             out[str(d.id)] = d.verdict(ctx, extra)
+        if d.parts:
+            out.update(d.part_verdicts(ctx))
     return out
+
+
+def _narrowed(d: ToolDescriptor, answers: Verdicts, left_out: list[tuple[str, str]]) -> ToolDescriptor:
+    """`d` without the parts whose conditions failed (each one noted in `left_out`)."""
+    dropped: set[str] = set()
+    for name, _ in d.parts:
+        verdict = answers.get(f"{d.id}#{name}")
+        if verdict is not None:
+            dropped.add(name)
+            left_out.append((f"{d.id}#{name}", verdict.reason))
+    if not dropped or d.without_parts is None:
+        return d
+    return d.without_parts(d, frozenset(dropped))
 
 
 def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
@@ -131,8 +146,10 @@ def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protoc
     diagnostics = list(catalog.diagnostics())
     from_sources = len(diagnostics)
     left_out: list[tuple[str, str]] = []
+    if answers is None:
+        answers = verdicts(catalog.offered(), profile, ctx)
     chosen = select(catalog.descriptors(), profile, ctx, diagnostics, answers, left_out)
-    descriptors = [apply_override(d, profile) for d in chosen]
+    descriptors = [apply_override(_narrowed(d, answers, left_out) if d.parts else d, profile) for d in chosen]
 
     used: set[str] = {sanitize(n, protocol).casefold() for n in ALWAYS_RESERVED}
     fixed: dict[str, str] = {}

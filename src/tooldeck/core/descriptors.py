@@ -74,7 +74,12 @@ class ToolDescriptor:
     available: Availability | None = None
     """A Python tool's `is_enabled(ctx)`: asked once per invocation before the snapshot freezes."""
     requires: Requires | None = None
-    """Declarative preconditions (tool.json / SKILL.md `requires`; core/preconditions.py)."""
+    """Declarative preconditions (tool.json `requires`; core/preconditions.py)."""
+    parts: tuple[tuple[str, Requires], ...] = ()
+    """Named parts of the tool with preconditions of their own (the skills `run_skill` lists): a part whose
+    conditions fail is taken out of the invocation's descriptor by `without_parts`."""
+    without_parts: Callable[[ToolDescriptor, frozenset[str]], ToolDescriptor] | None = field(default=None,
+                                                                                            compare=False)
     model_name: str | None = None
     """The name the source wants the model to see before sanitising (e.g. an extension's `name`)."""
     short_name: str | None = None
@@ -88,6 +93,15 @@ class ToolDescriptor:
 
     def is_conditional(self) -> bool:
         return self.available is not None or bool(self.requires)
+
+    def part_verdicts(self, ctx: AvailabilityContext) -> dict[str, Verdict | None]:
+        """`<tool id>#<part>` → why that part is left out (`None`: kept)."""
+        probes = ctx.probes or _NO_PROBES
+        out: dict[str, Verdict | None] = {}
+        for name, requires in self.parts:
+            reason = unmet(requires, ctx.headless, ctx.provider, probes)
+            out[f"{self.id}#{name}"] = None if reason is None else Verdict(reason)
+        return out
 
     def verdict(self, ctx: AvailabilityContext, extra: Requires | None = None) -> Verdict | None:
         """`None` when the tool is available to `ctx` (scene, `available`, `requires` and the Profile's `extra`),
