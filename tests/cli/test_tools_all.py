@@ -25,7 +25,7 @@ def test_tools_all_lists_the_left_out_with_the_reason(tmp_path: Path) -> None:
     plain = tooldeck("tools", "--home", str(home), cwd=tmp_path, columns=200)
     assert plain.returncode == 0, plain.stderr
     assert "script_plain" in plain.stdout and "script_gh" not in plain.stdout
-    assert "left out by their conditions; --all shows which and why." in plain.stdout
+    assert "allowed tools left out (scene or conditions); --all shows which and why." in plain.stdout
 
     listed = tooldeck("tools", "--all", "--headless", "--home", str(home), cwd=tmp_path, columns=200)
     assert listed.returncode == 0, listed.stderr

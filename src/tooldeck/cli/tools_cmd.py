@@ -77,7 +77,7 @@ def _show(inv: Invocation, provider: str, *, as_json: bool, long: bool,
         _print_left_out(dropped)
     notes = [f"{len(rows)} tools ({provider}, {inv.snapshot.loading}){more}"]
     if dropped and not show_all:
-        notes.append(f"{len(dropped)} left out by their conditions; --all shows which and why.")
+        notes.append(f"{len(dropped)} allowed tools left out (scene or conditions); --all shows which and why.")
     if inv.turn_context():
         names = ", ".join(_array_name(t) for t in inv.tools()[:5])
         notes.append(f"{inv.snapshot.loading}: the tools array holds {names}; the turn context lists the rest.")
