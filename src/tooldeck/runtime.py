@@ -18,10 +18,11 @@ from typing import Any
 from tooldeck.builtins import default_builtins, meta
 from tooldeck.builtins.registry import BuiltinTool, builtin_source
 from tooldeck.catalog.catalog import Catalog
+from tooldeck.catalog.probes import HOST_PROBES
 from tooldeck.catalog.profile import Profile
 from tooldeck.catalog.runs import RunState
 from tooldeck.catalog.sources import Diagnostic, ToolSource
-from tooldeck.core.descriptors import ALL_SCENES, AvailabilityContext, Scene, ToolAnnotations
+from tooldeck.core.descriptors import ALL_SCENES, Availability, AvailabilityContext, Scene, ToolAnnotations
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
 from tooldeck.dispatch import Confirm
@@ -109,6 +110,7 @@ class Runtime:
         blocking: bool | None = None,
         annotations: ToolAnnotations | None = None,
         enabled: bool = True,
+        is_enabled: Availability | None = None,
         concurrent: bool | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: register a plain (sync or async) function as an extension tool."""
@@ -116,7 +118,7 @@ class Runtime:
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             self.extensions.register(fn, extension_id, name, description=description, input_schema=input_schema,
                                      scenes=scenes, enabled=enabled, blocking=blocking, annotations=annotations,
-                                     concurrent=concurrent)
+                                     concurrent=concurrent, is_enabled=is_enabled)
             return fn
 
         return register
@@ -163,7 +165,8 @@ class Runtime:
         run = self.run_state(run_id, workspace)
         diagnostics: list[Diagnostic] = []
         if snapshot is None:
-            ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id)
+            ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id,
+                                      probes=HOST_PROBES)
             snapshot, diagnostics = self.snapshots.prepare(ctx, prof)
         inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics)
         if self.recording:

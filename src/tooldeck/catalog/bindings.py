@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from tooldeck.catalog.catalog import Catalog
 from tooldeck.catalog.profile import Profile, is_pattern, matches
 from tooldeck.catalog.sources import Diagnostic
-from tooldeck.core.descriptors import AvailabilityContext, ToolDescriptor
+from tooldeck.core.descriptors import AvailabilityContext, ToolDescriptor, Verdict
 from tooldeck.core.errors import ProfileError
 from tooldeck.naming import allocate_one, builtin_call_name, rule_for, sanitize
 from tooldeck.snapshot.snapshot import Binding
@@ -25,12 +25,50 @@ class Prepared:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     from_sources: int = 0
     """How many of `diagnostics` (the first ones) are the sources' own; the rest come from preparing."""
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    """(tool id, reason) of the tools the Profile allows that a scene or an availability condition left out."""
+
+
+Verdicts = dict[str, Verdict | None]
+
+
+def verdicts(offered: tuple[ToolDescriptor, ...], profile: Profile, ctx: AvailabilityContext) -> Verdicts:
+    """The answers of every availability condition (`is_enabled`, the tool's `requires`, the Profile's
+    `requires`), asked once per invocation before the snapshot freezes. Tools without one are absent."""
+    out: Verdicts = {}
+    table = profile.requires
+    if not table:  # the common case, on every invocation: skip the unconditional tools at C speed
+        offered = tuple([d for d in offered if d.available is not None or d.requires is not None or d.parts])
+    for d in offered:
+        extra = profile.requires_for(str(d.id)) if table else None
+        if d.is_conditional() or extra is not None:
+            out[str(d.id)] = d.verdict(ctx, extra)
+        if d.parts:
+            out.update(d.part_verdicts(ctx))
+    return out
+
+
+def _narrowed(d: ToolDescriptor, answers: Verdicts, left_out: list[tuple[str, str]]) -> ToolDescriptor:
+    """`d` without the parts whose conditions failed (each one noted in `left_out`)."""
+    dropped: set[str] = set()
+    for name, _ in d.parts:
+        verdict = answers.get(f"{d.id}#{name}")
+        if verdict is not None:
+            dropped.add(name)
+            left_out.append((f"{d.id}#{name}", verdict.reason))
+    if not dropped or d.without_parts is None:
+        return d
+    return d.without_parts(d, frozenset(dropped))
 
 
 def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
-           ctx: AvailabilityContext, diagnostics: list[Diagnostic]) -> list[ToolDescriptor]:
+           ctx: AvailabilityContext, diagnostics: list[Diagnostic], answers: Verdicts | None = None,
+           left_out: list[tuple[str, str]] | None = None) -> list[ToolDescriptor]:
     """Walk `profile.allow` in order; globs expand in id order; deny, scene and availability filter."""
+    if answers is None:
+        answers = verdicts(tuple(catalog_tools.values()), profile, ctx)
     chosen: dict[str, ToolDescriptor] = {}
+    dropped: dict[str, Verdict] = {}
     for entry in profile.allow:
         if is_pattern(entry):
             hits = [tid for tid in catalog_tools if matches(entry, tid)]
@@ -44,8 +82,20 @@ def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
             if tid in chosen or tid in META_IDS or profile.is_denied(tid):
                 continue
             descriptor = catalog_tools[tid]
-            if descriptor.is_available(ctx):
+            verdict = answers[tid] if tid in answers else (
+                None if ctx.scene in descriptor.scenes else descriptor.verdict(ctx))
+            if verdict is None:
                 chosen[tid] = descriptor
+            else:
+                dropped[tid] = verdict
+    for tid, verdict in dropped.items():
+        if tid in chosen:
+            continue
+        if left_out is not None:
+            left_out.append((tid, verdict.reason))
+        if verdict.raised:
+            diagnostics.append(Diagnostic("tool.condition_failed", f"{tid} is left out: its availability condition "
+                                          f"{verdict.reason}. Fix the condition; it must return true or false.", tid))
     return list(chosen.values())
 
 
@@ -93,10 +143,15 @@ def _short_names(descriptors: list[ToolDescriptor], used: set[str], protocol: st
     return out
 
 
-def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protocol: str) -> Prepared:
+def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protocol: str,
+            answers: Verdicts | None = None) -> Prepared:
     diagnostics = list(catalog.diagnostics())
     from_sources = len(diagnostics)
-    descriptors = [apply_override(d, profile) for d in select(catalog.descriptors(), profile, ctx, diagnostics)]
+    left_out: list[tuple[str, str]] = []
+    if answers is None:
+        answers = verdicts(catalog.offered(), profile, ctx)
+    chosen = select(catalog.descriptors(), profile, ctx, diagnostics, answers, left_out)
+    descriptors = [apply_override(_narrowed(d, answers, left_out) if d.parts else d, profile) for d in chosen]
 
     used: set[str] = {sanitize(n, protocol).casefold() for n in ALWAYS_RESERVED}
     fixed: dict[str, str] = {}
@@ -113,4 +168,4 @@ def prepare(catalog: Catalog, profile: Profile, ctx: AvailabilityContext, protoc
         name = fixed.get(tid) or shorts.get(tid) or allocate_one(model_name_of(d), used, protocol)
         budget = profile.first_match(profile.max_calls_per_tool, tid)
         bindings.append(Binding(d, name, budget))
-    return Prepared(bindings, diagnostics, from_sources)
+    return Prepared(bindings, diagnostics, from_sources, left_out)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tooldeck.core.errors import ProfileError
 from tooldeck.core.ids import ToolId
+from tooldeck.core.preconditions import Requires, RequiresError, parse_requires
 
 Permission = Literal["allow", "ask", "deny"]
 LoadingMode = Literal["eager", "deferred", "names_only"]
@@ -92,6 +93,8 @@ class Profile(BaseModel):
     """Put argument values and results on OpenTelemetry tool spans (docs/tracing.md); off: names and ids only."""
     shell_timeout_s: float = Field(default=30.0, gt=0)
     workspace: WorkspaceRoots = Field(default_factory=WorkspaceRoots)
+    requires: dict[str, Any] = Field(default_factory=dict)
+    """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""
 
     @field_validator("allow", "deny", "pinned")
     @classmethod
@@ -100,6 +103,27 @@ class Profile(BaseModel):
             if not is_pattern(entry):
                 ToolId.parse(entry)
         return entries
+
+    @field_validator("requires")
+    @classmethod
+    def _requires_parse(cls, table: dict[str, Any]) -> dict[str, Requires]:
+        out: dict[str, Requires] = {}
+        for key, value in table.items():
+            if not is_pattern(key):
+                ToolId.parse(key)
+            try:
+                out[key] = parse_requires(value, f"requires[{key!r}]")
+            except RequiresError as exc:
+                raise ValueError(str(exc)) from None
+        return out
+
+    def requires_for(self, tool_id: str) -> Requires | None:
+        """Every `requires` entry that names `tool_id` (exactly or by glob), merged; `None` when none does."""
+        found: Requires | None = None
+        for pattern, value in self.requires.items():
+            if pattern == tool_id or matches(pattern, tool_id):
+                found = value if found is None else found.merged(value)
+        return found
 
     @field_validator("max_calls_per_tool")
     @classmethod

@@ -32,6 +32,12 @@ def tools(
     long: Annotated[bool, typer.Option("--long", "-l", help="Each tool's full description and parameters.")]
     = False,
     loading: LoadingOption = None,
+    show_all: Annotated[bool, typer.Option("--all", "-a", help="Also the tools the Profile allows that this "
+                                                               "invocation left out, each with the reason (a "
+                                                               "scene, is_enabled or a failed `requires`).")]
+    = False,
+    headless: Annotated[bool, typer.Option("--headless", help="Prepare the snapshot as a headless origin would "
+                                                              "get it.")] = False,
 ) -> None:
     """Show the tools a model would get: call name, tool id, description, parameters."""
     from tooldeck.core.errors import TooldeckError
@@ -39,20 +45,26 @@ def tools(
     rt = open_runtime(home, profile, records=False, loading=loading)
     try:
         try:
-            inv = rt.invocation(provider=provider)
+            inv = rt.invocation(provider=provider, headless=headless)
         except TooldeckError as exc:
             usage_errors(exc)
-        _show(inv, provider, as_json=as_json, long=long)
+        _show(inv, provider, as_json=as_json, long=long, left_out=rt.snapshots.left_out(inv.snapshot),
+              show_all=show_all)
     finally:
         rt.close()
 
 
-def _show(inv: Invocation, provider: str, *, as_json: bool, long: bool) -> None:
+def _show(inv: Invocation, provider: str, *, as_json: bool, long: bool,
+          left_out: list[tuple[str, str]] | None = None, show_all: bool = False) -> None:
     rows = [{"call_name": b.call_name, "tool_id": b.tool_id, "description": b.descriptor.description,
              "parameters": b.descriptor.input_schema} for b in inv.snapshot.bindings]
+    dropped = [{"tool_id": tid, "reason": reason} for tid, reason in left_out or ()]
     if as_json:
-        print_json({"provider": provider, "loading": inv.snapshot.loading, "tools": rows, "tools_array": inv.tools(),
-                    "turn_context": inv.turn_context()})
+        doc: dict[str, Any] = {"provider": provider, "loading": inv.snapshot.loading, "tools": rows,
+                               "tools_array": inv.tools(), "turn_context": inv.turn_context()}
+        if show_all:
+            doc["left_out"] = dropped
+        print_json(doc)
         return
     if long:
         _print_long(rows)
@@ -61,13 +73,29 @@ def _show(inv: Invocation, provider: str, *, as_json: bool, long: bool) -> None:
     from tooldeck.cli.table import terminal_width
 
     more = "." if long else "; --long or --json for more."
+    if show_all:
+        _print_left_out(dropped)
     notes = [f"{len(rows)} tools ({provider}, {inv.snapshot.loading}){more}"]
+    if dropped and not show_all:
+        notes.append(f"{len(dropped)} allowed tools left out (scene or conditions); --all shows which and why.")
     if inv.turn_context():
         names = ", ".join(_array_name(t) for t in inv.tools()[:5])
         notes.append(f"{inv.snapshot.loading}: the tools array holds {names}; the turn context lists the rest.")
     typer.echo("")
     for note in notes:
         typer.echo(textwrap.fill(note, max(40, terminal_width()), break_on_hyphens=False))
+
+
+def _print_left_out(dropped: list[dict[str, str]]) -> None:
+    from tooldeck.cli.table import Column, render
+
+    typer.echo("")
+    if not dropped:
+        typer.echo("No tool was left out by a scene or an availability condition.")
+        return
+    typer.echo(f"Left out ({len(dropped)}):")
+    typer.echo(render([Column("tool id", "id"), Column("reason", "text", min_width=30, weight=2)],
+                      [(d["tool_id"], d["reason"]) for d in dropped]), nl=False)
 
 
 def _array_name(tool: dict[str, Any]) -> str:

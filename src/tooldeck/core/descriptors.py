@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tooldeck.core.ids import ToolId
+from tooldeck.core.preconditions import Probes, Requires, unmet
 
 Scene = Literal["chat", "session"]
 ALL_SCENES: frozenset[Scene] = frozenset(("chat", "session"))
@@ -43,6 +44,19 @@ class AvailabilityContext:
     headless: bool
     provider: str
     run_id: str
+    probes: Probes | None = field(default=None, compare=False)
+    """How `requires` reads the environment and PATH (catalog/probes.py); without them such a condition fails."""
+
+
+_NO_PROBES = Probes(lambda _name: False, lambda _name: False)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Why a tool is left out of an invocation (`reason`), and whether its condition raised."""
+
+    reason: str
+    raised: bool = False
 
 
 Availability = Callable[[AvailabilityContext], bool]
@@ -58,6 +72,14 @@ class ToolDescriptor:
     annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
     scenes: frozenset[Scene] = ALL_SCENES
     available: Availability | None = None
+    """A Python tool's `is_enabled(ctx)`: asked once per invocation before the snapshot freezes."""
+    requires: Requires | None = None
+    """Declarative preconditions (tool.json `requires`; core/preconditions.py)."""
+    parts: tuple[tuple[str, Requires], ...] = ()
+    """Named parts of the tool with preconditions of their own (the skills `run_skill` lists): a part whose
+    conditions fail is taken out of the invocation's descriptor by `without_parts`."""
+    without_parts: Callable[[ToolDescriptor, frozenset[str]], ToolDescriptor] | None = field(default=None,
+                                                                                            compare=False)
     model_name: str | None = None
     """The name the source wants the model to see before sanitising (e.g. an extension's `name`)."""
     short_name: str | None = None
@@ -67,7 +89,39 @@ class ToolDescriptor:
     """Rewrites the descriptor for the invocation's Profile (e.g. the workspace roots in its text)."""
 
     def is_available(self, ctx: AvailabilityContext) -> bool:
-        return ctx.scene in self.scenes and (self.available is None or bool(self.available(ctx)))
+        return self.verdict(ctx) is None
+
+    def is_conditional(self) -> bool:
+        return self.available is not None or bool(self.requires)
+
+    def part_verdicts(self, ctx: AvailabilityContext) -> dict[str, Verdict | None]:
+        """`<tool id>#<part>` → why that part is left out (`None`: kept)."""
+        probes = ctx.probes or _NO_PROBES
+        out: dict[str, Verdict | None] = {}
+        for name, requires in self.parts:
+            reason = unmet(requires, ctx.headless, ctx.provider, probes)
+            out[f"{self.id}#{name}"] = None if reason is None else Verdict(reason)
+        return out
+
+    def verdict(self, ctx: AvailabilityContext, extra: Requires | None = None) -> Verdict | None:
+        """`None` when the tool is available to `ctx` (scene, `available`, `requires` and the Profile's `extra`),
+        else why not. A condition that raises leaves the tool out; it never propagates."""
+        if ctx.scene not in self.scenes:
+            return Verdict(f"not offered in scene {ctx.scene} (scenes: {', '.join(sorted(self.scenes))})")
+        if self.available is not None:
+            name = getattr(self.available, "__name__", "is_enabled")
+            try:
+                ok = bool(self.available(ctx))
+            except Exception as exc:  # a host's condition: its fault leaves the tool out, named in the reason
+                return Verdict(f"{name}(ctx) raised {type(exc).__name__}: {exc}", raised=True)
+            if not ok:
+                return Verdict(f"{name}(ctx) answered false")
+        requires = (self.requires or Requires()).merged(extra)
+        if requires:
+            reason = unmet(requires, ctx.headless, ctx.provider, ctx.probes or _NO_PROBES)
+            if reason is not None:
+                return Verdict(reason)
+        return None
 
     def with_description(self, description: str, properties: Mapping[str, str] | None = None) -> ToolDescriptor:
         schema = self.input_schema

@@ -60,7 +60,7 @@ class _Built:
 
     profile: Profile
     offered: tuple[ToolDescriptor, ...]
-    conditions: tuple[bool, ...]
+    conditions: tuple[tuple[str, str | None], ...]
     snapshot: Snapshot
     diagnostics: list[Diagnostic]
     """What preparing it said beyond the sources' own diagnostics (those are read afresh each time)."""
@@ -79,12 +79,14 @@ class Snapshots:
         self._gate_tables: BuiltOnce[GateTable] = BuiltOnce(256)
         self._deferred_catalogs: BuiltOnce[DeferredCatalog] = BuiltOnce(64)
         self._texts: BuiltOnce[str] = BuiltOnce(64)
+        self._left_out: dict[str, list[tuple[str, str]]] = {}
 
     def prepare(self, ctx: AvailabilityContext, profile: Profile) -> tuple[Snapshot, list[Diagnostic]]:
         """The snapshot of the catalog as `profile` and `ctx` (provider, scene, conditions) see it now:
         the one built before when none of that changed, else a new one. With it, the diagnostics."""
         offered = self.catalog.offered()
-        conditions = tuple([d.is_available(ctx) for d in offered if d.available is not None])
+        answers = binding_prep.verdicts(offered, profile, ctx)
+        conditions = tuple([(tid, v.reason if v is not None else None) for tid, v in answers.items()])
         key = (ctx.provider, ctx.scene, ctx.headless)
         earlier = self._built.get(key)
         if earlier is not None:
@@ -92,9 +94,12 @@ class Snapshots:
                 if ((built.profile is profile or built.profile == profile) and built.offered == offered
                         and built.conditions == conditions):
                     return built.snapshot, [*self.catalog.diagnostics(), *built.diagnostics]
-        prepared = binding_prep.prepare(self.catalog, profile, ctx, ctx.provider)
+        prepared = binding_prep.prepare(self.catalog, profile, ctx, ctx.provider, answers)
         diagnostics = prepared.diagnostics
         snapshot = self.build(ctx.provider, prepared.bindings, profile, diagnostics)
+        if len(self._left_out) >= _KEYS_KEPT * _PER_KEY:
+            self._left_out.clear()
+        self._left_out[snapshot.id] = prepared.left_out
         if earlier is None:
             if len(self._built) >= _KEYS_KEPT:
                 self._built.clear()
@@ -126,6 +131,10 @@ class Snapshots:
             meta_bindings.append(Binding(descriptor, tid.split(":", 1)[1]))
         tools = deferred.tools_array(provider, prof.loading, meta_bindings, pinned, listed)
         return Snapshot.build(provider, [*meta_bindings, *bindings], budget, prof.loading, tools=tools, extra=extra)
+
+    def left_out(self, snapshot: Snapshot) -> list[tuple[str, str]]:
+        """(tool id, reason) of the tools the Profile allowed that the snapshot's conditions left out."""
+        return list(self._left_out.get(snapshot.id, ()))
 
     def json(self, snapshot: Snapshot) -> str:
         """A snapshot's JSON, serialised once (invocations that reuse a snapshot record the same text)."""

@@ -19,7 +19,7 @@ from typing import Any
 import pydantic
 
 from tooldeck.catalog.sources import CallContext, Diagnostic, Executable, ToolSource
-from tooldeck.core.descriptors import ALL_SCENES, Scene, ToolAnnotations, ToolDescriptor
+from tooldeck.core.descriptors import ALL_SCENES, Availability, Scene, ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
 
@@ -164,12 +164,17 @@ class ExtensionRegistry(ToolSource):
         annotations: ToolAnnotations | None = None,
         replace: bool = False,
         concurrent: bool | None = None,
+        is_enabled: Availability | None = None,
     ) -> ToolId:
         """Register `fn` as the tool `extension/<extension_id>:<name>`.
 
         `concurrent`: whether calls of one model turn may run together (docs/architecture.md, "Extension
         tools"). By default an `async def` tool does, unless its annotations say it is mutating; a sync
         tool does only when annotated `concurrency_safe`.
+
+        `is_enabled(ctx: AvailabilityContext) -> bool`: asked once per invocation before the snapshot freezes;
+        false leaves the tool out of that invocation, an exception too (with a `tool.condition_failed`
+        diagnostic). `enabled` is the static switch (`set_enabled`).
         """
         tool_name = name or fn.__name__
         tool_id = ToolId.extension(extension_id, tool_name)
@@ -179,6 +184,9 @@ class ExtensionRegistry(ToolSource):
         if not scene_set or not scene_set <= ALL_SCENES:
             raise TooldeckError("extension.tool_definition_invalid", f"{tool_id}: scenes must be a non-empty subset "
                                 "of chat, session")
+        if is_enabled is not None and not callable(is_enabled):
+            raise TooldeckError("extension.tool_definition_invalid", f"{tool_id}: is_enabled must be a callable "
+                                f"taking the AvailabilityContext, not {is_enabled!r}")
         if input_schema is not None:
             if input_schema.get("type") != "object":
                 raise TooldeckError("extension.tool_schema_invalid", f"{tool_id}: input_schema must have type object")
@@ -193,6 +201,7 @@ class ExtensionRegistry(ToolSource):
         descriptor = ToolDescriptor(
             id=tool_id, title=tool_name, description=sig.description, input_schema=sig.schema,
             annotations=_annotations(fn, annotations, concurrent, tool_id), scenes=scene_set, model_name=tool_name,
+            available=is_enabled,
         )
         self._tools[tool_id] = ExtensionTool(descriptor, executable, enabled)
         return tool_id

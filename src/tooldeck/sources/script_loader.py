@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tooldeck.catalog.sources import Diagnostic
+from tooldeck.core.preconditions import Requires, RequiresError, parse_requires
 from tooldeck.validation import CompiledSchema
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
@@ -36,6 +37,7 @@ class ScriptSpec:
     timeout_s: float | None
     always_allow: bool
     concurrent: bool
+    requires: Requires | None = None
 
 
 def _bad(path: str, field: str, why: str) -> Diagnostic:
@@ -77,11 +79,15 @@ def parse_tool_json(data: bytes, path: str) -> ScriptSpec | Diagnostic:
         if not isinstance(value, bool):
             return _bad(path, key, "must be true or false")
         flags[key] = value
+    try:
+        requires = parse_requires(doc.get("requires"))
+    except RequiresError as exc:
+        return _bad(path, exc.field, exc.message)
     error = CompiledSchema(parameters).error
     if error is not None:
         return _bad(path, "parameters", f"is not a valid JSON Schema ({error[:160]})")
     return ScriptSpec(name, description.strip(), parameters, None if timeout is None else float(timeout),
-                      flags["always_allow"], flags["concurrent"])
+                      flags["always_allow"], flags["concurrent"], requires or None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -204,7 +204,7 @@ class ScriptSource(ToolSource):
         descriptor = ToolDescriptor(
             id=kind.tool_id(spec.name), title=spec.name, description=spec.description,
             input_schema=spec.parameters, model_name=f"{kind.prefix}_{spec.name}",
-            annotations=ToolAnnotations(mutating=True, concurrency_safe=spec.concurrent),
+            annotations=ToolAnnotations(mutating=True, concurrency_safe=spec.concurrent), requires=spec.requires,
         )
         return _Tool(descriptor, spec, item.folder, item.entry, item.runtime)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tooldeck.catalog.sources import Diagnostic
+from tooldeck.core.preconditions import Requires, RequiresError, parse_requires
 
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_SKILL_BYTES = 1024 * 1024
@@ -31,6 +32,8 @@ class Skill:
     """The whole SKILL.md (front matter included), as `run_skill` returns it."""
     front_matter: dict[str, Any] = field(default_factory=dict, compare=False)
     """Every key of the front matter, known or not."""
+    requires: Requires | None = None
+    """The front matter's `requires:` (core/preconditions.py): the skill is listed only where they hold."""
 
 
 def _bad(path: str, field_name: str, why: str) -> Diagnostic:
@@ -85,8 +88,12 @@ def parse_skill_md(data: bytes, path: str, folder_name: str) -> Skill | Diagnost
             return _bad(path, key, "must be a string")
     if "metadata" in doc and not isinstance(doc["metadata"], dict):
         return _bad(path, "metadata", "must be a mapping")
+    try:
+        requires = parse_requires(doc.get("requires"))
+    except RequiresError as exc:
+        return _bad(path, exc.field, exc.message)
     front = {str(k): v for k, v in doc.items()}
-    return Skill(name, " ".join(description.split()), Path(path).parent, text, front)
+    return Skill(name, " ".join(description.split()), Path(path).parent, text, front, requires or None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from typing import Any
 from tooldeck.catalog.sources import CallContext, Diagnostic
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.ids import ToolId
+from tooldeck.core.preconditions import unmet
 from tooldeck.sources.skill_loader import Skill, SkillFolder
 
 RUN_SKILL_ID = ToolId("script/.skills", "run_skill")
@@ -48,7 +49,23 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_LISTED_DESCRIPTION else text[:MAX_LISTED_DESCRIPTION - 1] + "…"
 
 
-def describe(skills: list[Skill]) -> ToolDescriptor:
+def _without(found: list[Skill]) -> Any:
+    def without_parts(_d: ToolDescriptor, names: frozenset[str]) -> ToolDescriptor:
+        return describe([s for s in found if s.name not in names], conditional=False)
+
+    return without_parts
+
+
+def skill_unmet(skill: Skill, inv: Any) -> str | None:
+    """Why `skill` is not available to the invocation `inv` (its front matter's `requires`), or `None`."""
+    if not skill.requires:
+        return None
+    from tooldeck.catalog.probes import HOST_PROBES
+
+    return unmet(skill.requires, inv.headless, inv.snapshot.provider, HOST_PROBES)
+
+
+def describe(skills: list[Skill], conditional: bool = True) -> ToolDescriptor:
     text = ("Load a skill: its instructions (SKILL.md) and the folder holding its materials and scripts. Load the "
             "skill that fits the task before doing the task. Returns the skill's name, its directory (read its "
             "other files there with the file tools or the shell) and SKILL.md.")
@@ -59,6 +76,8 @@ def describe(skills: list[Skill]) -> ToolDescriptor:
                                                                   "as listed."}},
                       "required": ["skill"], "additionalProperties": False},
         annotations=ToolAnnotations(read_only=True, idempotent=True, concurrency_safe=True),
+        parts=tuple((s.name, s.requires) for s in skills if s.requires) if conditional else (),
+        without_parts=_without(skills),
     )
 
 
@@ -102,8 +121,13 @@ class RunSkills:
                 out[skill.name] = (skill, f"{SKILLS_ROOT}/{skill.name}")
         return dict(sorted(out.items())), diagnostics
 
+    def usable(self, run: Any, inv: Any) -> dict[str, tuple[Skill, str]]:
+        """The run's skills whose `requires` hold for the invocation `inv`."""
+        skills, _ = self.for_run(run)
+        return {name: item for name, item in skills.items() if skill_unmet(item[0], inv) is None}
+
     def run_skill(self, args: dict[str, Any], ctx: CallContext) -> str:
-        skills, _ = self.for_run(ctx.run)
+        skills = self.usable(ctx.run, ctx.invocation)
         name = str(args.get("skill", "")).strip()
         found = skills.get(name)
         if found is None:
@@ -112,8 +136,8 @@ class RunSkills:
         skill, shown = found
         return f"skill: {skill.name}\nskill directory: {shown}\n\n---\n\n{skill.text}"
 
-    def turn_context(self, run: Any) -> str:
-        skills, _ = self.for_run(run)
+    def turn_context(self, run: Any, inv: Any = None) -> str:
+        skills = self.usable(run, inv) if inv is not None else self.for_run(run)[0]
         if not skills:
             return ""
         return "Skills (load one with run_skill before using it):\n" + listing([s for s, _ in skills.values()])
@@ -125,4 +149,4 @@ def turn_context(inv: Any) -> str:
         return ""
     source = inv.runtime.catalog.source("script")
     scopes = getattr(source, "skills", None)
-    return scopes.turn_context(inv.run_state) if isinstance(scopes, RunSkills) else ""
+    return scopes.turn_context(inv.run_state, inv) if isinstance(scopes, RunSkills) else ""
