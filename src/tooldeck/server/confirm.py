@@ -105,3 +105,13 @@ class InputRequiredConfirm:
         ask = types.ElicitRequest(params=types.ElicitRequestFormParams(message=question(self.pending),
                                                                       requested_schema=_SCHEMA))
         return types.InputRequiredResult(input_requests={CONFIRM_KEY: ask}, request_state=self.state)
+
+
+def handshake_confirm(session: Any, request_id: types.RequestId | None) -> Confirm:
+    """`ask` settled by an `elicitation/create` request, built only when a call actually needs it."""
+
+    async def confirm(req: ConfirmationRequest) -> bool:
+        ask = elicitation_confirm(session, request_id)
+        return ask is not None and await ask(req)
+
+    return confirm

@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
@@ -34,16 +34,16 @@ from starlette.types import ASGIApp
 from tooldeck import __version__
 from tooldeck.core.descriptors import Scene
 from tooldeck.core.errors import UNKNOWN_TOOL
-from tooldeck.dispatch import Confirm, ConfirmationRequest
 from tooldeck.runtime import Runtime
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.config import ServeConfig
-from tooldeck.server.confirm import InputRequiredConfirm, declared_elicitation, elicitation_confirm
+from tooldeck.server.confirm import InputRequiredConfirm, declared_elicitation, handshake_confirm
 from tooldeck.server.connections import ACCEPT_BACKLOG, ConnectionLimiter, connection_cap
 from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
+from tooldeck.server.raw_arguments import RawArguments
 from tooldeck.server.relay_requests import DownstreamPeer, progress_token
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
@@ -193,7 +193,7 @@ class TooldeckMCPServer:
         request_id = ctx.request_id
         modern = (InputRequiredConfirm(params) if params is not None
                   and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declared_elicitation(ctx.session) else None)
-        confirm = modern if modern is not None else _handshake_confirm(ctx.session, request_id)
+        confirm = modern if modern is not None else handshake_confirm(ctx.session, request_id)
         inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
                                       headless=self.options.headless, confirm=confirm, snapshot=view.snapshot)
         call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
@@ -328,35 +328,6 @@ class TooldeckMCPServer:
         if on_ready is not None:
             on_ready()
         await server.serve(sockets=[sock])
-
-
-class RawArguments(ServerMiddleware[Any]):
-    """`tools/call` whose `arguments` is not an object: the SDK would answer JSON-RPC -32602 before any handler
-    runs. The MCP spec asks input validation errors to be tool results the model can act on, so the call goes
-    to the gate as it came, which answers `tool.invalid_arguments` with the library's text (a JSON text of an
-    object is decoded, as the library does). An unknown tool name stays the protocol error."""
-
-    def __init__(self, server: TooldeckMCPServer) -> None:
-        self.server = server
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        params = ctx.params
-        if ctx.method == "tools/call" and isinstance(params, Mapping):
-            arguments = params.get("arguments")
-            name = params.get("name")
-            if arguments is not None and not isinstance(arguments, Mapping) and isinstance(name, str):
-                return await self.server.call(ctx, name, arguments)
-        return await call_next(ctx)
-
-
-def _handshake_confirm(session: Any, request_id: types.RequestId | None) -> Confirm:
-    """`ask` settled by an `elicitation/create` request, built only when a call actually needs it."""
-
-    async def confirm(req: ConfirmationRequest) -> bool:
-        ask = elicitation_confirm(session, request_id)
-        return ask is not None and await ask(req)
-
-    return confirm
 
 
 async def _notify_list_changed(session: ServeSession) -> None:
