@@ -182,6 +182,10 @@ def write_one(conn: sqlite3.Connection, statement: str, params: Any, budget_ms: 
     """One statement as its own transaction, retried and reported as `write` does. With no transaction
     open (`isolation_level=None`), SQLite takes the write lock as the statement starts, so this is
     `BEGIN IMMEDIATE; statement; COMMIT` without the two extra round trips through the driver."""
+    try:
+        return conn.execute(statement, params)  # the common case, on every recorded turn: no closure, no retry
+    except sqlite3.OperationalError:
+        pass  # busy or not, `_retried` runs it again and reports what it finally gives
     return _retried(lambda: conn.execute(statement, params), budget_ms, path)
 
 
