@@ -1,0 +1,1 @@
+"""Outbound network access for tools: `guard` is the one SSRF guard every request goes through."""
