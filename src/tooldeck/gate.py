@@ -7,7 +7,9 @@
 4. validate them against the tool's input schema (→ `tool.invalid_arguments`);
 5. tool-choice rules: `none`, `auto`, `required`, or one specific tool (→ `tool.choice_violation`);
 6. permission: `allow` | `ask` | `deny`; `ask` is settled by the host's confirmation callback right
-   before the tool runs, and with no callback it is denied (→ `tool.permission_denied`).
+   before the tool runs, and with no callback it is denied (→ `tool.permission_denied`). A tool may
+   make some of its calls `ask` by their arguments (`ToolDescriptor.confirm_when`: `http_request`
+   with a method other than GET) when the Profile does not set its permission.
 
 Choice comes before permission so that a human is never asked about a call that would be refused anyway.
 """
@@ -64,6 +66,8 @@ class GateEntry:
     _schema: CompiledSchema | None = None
     is_valid: Any = None
     """The compiled validator's `is_valid`, set on the tool's first call (None: no usable schema)."""
+    confirm_when: Callable[[dict[str, Any]], bool] | None = None
+    """The tool's `confirm_when`, kept only when the Profile does not set the tool's permission itself."""
 
     @property
     def schema(self) -> CompiledSchema:
@@ -119,12 +123,19 @@ class GateTable:
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
         entries = {
             b.call_name: GateEntry(b, b.tool_id, profile.permission_for(b.tool_id), profile.timeout_for(b.tool_id),
-                                   b.descriptor.annotations.concurrency_safe)
+                                   b.descriptor.annotations.concurrency_safe, confirm_when=_own_default(b, profile))
             for b in snapshot.bindings
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
         listed = frozenset(snapshot.extra.get("listed") or ())
         return cls(entries, list(entries), aliases, listed, Guidance.for_snapshot(snapshot), profile=profile)
+
+
+def _own_default(binding: Binding, profile: Profile) -> Callable[[dict[str, Any]], bool] | None:
+    confirm_when = binding.descriptor.confirm_when
+    if confirm_when is None or profile.first_match(profile.permissions, binding.tool_id) is not None:
+        return None
+    return confirm_when
 
 
 class Gate:
@@ -224,7 +235,7 @@ class Gate:
                 return self._refused(call_id, entry, CHOICE_VIOLATION, violation)
         permission = entry.permission
         if permission == "allow":
-            return Admitted(entry, args)
+            return Admitted(entry, args, entry.confirm_when is not None and entry.confirm_when(args))
         if permission == "deny":
             return self._refused(call_id, entry, PERMISSION_DENIED, f"`{entry.binding.call_name}` is not "
                                  "permitted in this invocation; it was not run. Use another tool.")

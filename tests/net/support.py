@@ -15,6 +15,8 @@ class Answer:
     status: int = 200
     body: bytes = b"ok"
     headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    """Seconds to wait before answering (a slow server)."""
 
 
 @dataclass
@@ -30,6 +32,8 @@ class LoopbackServer:
     port: int = 0
     answers: dict[str, Answer] = field(default_factory=dict)
     connections: int = 0
+    closed: int = 0
+    """Connections whose client went away (or that the server closed)."""
     requests: list[Seen] = field(default_factory=list)
 
     @property
@@ -47,6 +51,8 @@ class LoopbackServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 self.requests.append(Seen(method, path, headers, body))
                 answer = self.answers.get(path.split("?", 1)[0], Answer(404, b"not found"))
+                if answer.delay_s:
+                    await asyncio.sleep(answer.delay_s)
                 extra = "".join(f"{k}: {v}\r\n" for k, v in answer.headers.items())
                 writer.write(f"HTTP/1.1 {answer.status} X\r\ncontent-length: {len(answer.body)}\r\n{extra}\r\n"
                              .encode("latin-1") + answer.body)
@@ -54,6 +60,7 @@ class LoopbackServer:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            self.closed += 1
             writer.close()
 
 

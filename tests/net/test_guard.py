@@ -123,7 +123,7 @@ def test_redirects_are_checked_hop_by_hop() -> None:
         server.answers["/file"] = Answer(302, b"", {"location": "file:///etc/passwd"})
         server.answers["/secret"] = Answer(body=b"secret")
         client = guarded_client(NetPolicy(("outer.invalid",)), resolve=resolver)
-        with pytest.raises(ToolCallError, match="inner.invalid"):
+        with pytest.raises(ToolCallError, match=r"inner\.invalid"):
             _get(client, f"http://outer.invalid:{server.port}/start")
         with pytest.raises(ToolCallError, match="scheme `file:` is not allowed"):
             _get(guarded_client(NetPolicy(("outer.invalid",)), resolve=resolver),

@@ -6,7 +6,16 @@ from tooldeck.builtins.registry import BuiltinTool
 
 
 def default_builtins() -> list[BuiltinTool]:
-    from tooldeck.builtins import background, calculate, dice, shell, workspace_control, workspace_edit, workspace_files
+    from tooldeck.builtins import (
+        background,
+        calculate,
+        dice,
+        net,
+        shell,
+        workspace_control,
+        workspace_edit,
+        workspace_files,
+    )
 
     return [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
-            *shell.TOOLS, *background.TOOLS, *calculate.TOOLS]
+            *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS]

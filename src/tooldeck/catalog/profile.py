@@ -92,6 +92,9 @@ class Profile(BaseModel):
     trace_content: bool = False
     """Put argument values and results on OpenTelemetry tool spans (docs/tracing.md); off: names and ids only."""
     shell_timeout_s: float = Field(default=30.0, gt=0)
+    net_allow: list[str] = Field(default_factory=list)
+    """Destinations the network tools may reach although the SSRF guard refuses them (net/guard.py): host
+    names or globs, IP addresses, CIDR networks."""
     workspace: WorkspaceRoots = Field(default_factory=WorkspaceRoots)
     requires: dict[str, Any] = Field(default_factory=dict)
     """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""

@@ -87,6 +87,10 @@ class ToolDescriptor:
     it is a valid call name as it is (an MCP tool's upstream name in names mode `original`)."""
     materialize: Callable[[ToolDescriptor, Any], ToolDescriptor] | None = field(default=None, compare=False)
     """Rewrites the descriptor for the invocation's Profile (e.g. the workspace roots in its text)."""
+    confirm_when: Callable[[Mapping[str, Any]], bool] | None = field(default=None, compare=False)
+    """The tool's own default for calls that need confirmation (e.g. `http_request` with a method other than
+    GET): a call whose arguments make it true is `ask` instead of `allow`, unless the Profile sets this
+    tool's permission itself."""
 
     def is_available(self, ctx: AvailabilityContext) -> bool:
         return self.verdict(ctx) is None
