@@ -11,6 +11,7 @@ def default_builtins() -> list[BuiltinTool]:
         calculate,
         dice,
         net,
+        net_download,
         shell,
         workspace_control,
         workspace_edit,
@@ -18,4 +19,5 @@ def default_builtins() -> list[BuiltinTool]:
     )
 
     return [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
-            *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS]
+            *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
+            *net_download.TOOLS]

@@ -37,10 +37,29 @@ TIMED_OUT: Final = "http.timeout"
 _SCALARS = (str, int, float, bool)
 
 
-def clamp_timeout(value: float | None) -> float:
+def clamp_timeout(value: float | None, default: float = DEFAULT_TIMEOUT_S, most: float = MAX_TIMEOUT_S) -> float:
+    """Agenvoy's rule: ≤ 0 (or none) means the default; more than the most is the most, not an error."""
     if value is None or value <= 0:
-        return DEFAULT_TIMEOUT_S
-    return min(float(value), MAX_TIMEOUT_S)
+        return default
+    return min(float(value), most)
+
+
+async def read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
+    """At most `cap` bytes of the body, and whether there was more (the rest is never read)."""
+    chunks: list[bytes] = []
+    size = 0
+    truncated = False
+    stream = response.aiter_bytes()
+    try:
+        async for chunk in stream:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                truncated = True
+                break
+    finally:
+        await stream.aclose()  # type: ignore[attr-defined]
+    return b"".join(chunks)[:cap], truncated
 
 
 def _form(body: Mapping[str, Any]) -> dict[str, str]:
@@ -125,20 +144,7 @@ async def send(args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
     try:
         async with (guarded_client(policy, timeout=timeout) as client,
                     client.stream(method, url, headers=headers, **extra) as response):
-            chunks: list[bytes] = []
-            size = 0
-            truncated = False
-            stream = response.aiter_bytes()
-            try:
-                async for chunk in stream:
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > MAX_BODY_BYTES:
-                        truncated = True
-                        break
-            finally:
-                await stream.aclose()  # type: ignore[attr-defined]
-            data = b"".join(chunks)[:MAX_BODY_BYTES]
+            data, truncated = await read_capped(response, MAX_BODY_BYTES)
     except httpx.TimeoutException:
         raise ToolCallError(TIMED_OUT, f"{method} {url} did not answer within {timeout:g} s; retry with a larger "
                             "`timeout` (at most 300) or later.") from None
