@@ -135,7 +135,7 @@ class Runtime:
             if "/" in rid or "\\" in rid or rid in (".", "..") or not rid.strip():
                 raise TooldeckError("run.id_invalid", f"run id {rid!r} must be one path segment")
             root = Path(workspace).resolve() if workspace is not None else self.home / "workspaces" / rid
-            state = RunState(rid, root, records=self.recorder if self.recording else None)
+            state = RunState(rid, root, records=self.recorder if self.recording else None, home=self.home)
             state.workspace_root.mkdir(parents=True, exist_ok=True)
             if (self.home / "skills").is_dir():  # <home>/skills is the run's skills/ unless it has its own
                 from tooldeck.sources.skills import attach_home_skills

@@ -12,6 +12,7 @@ def default_builtins() -> list[BuiltinTool]:
         dice,
         net,
         net_download,
+        net_fetch,
         shell,
         workspace_control,
         workspace_edit,
@@ -20,4 +21,4 @@ def default_builtins() -> list[BuiltinTool]:
 
     return [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
-            *net_download.TOOLS]
+            *net_download.TOOLS, *net_fetch.TOOLS]

@@ -23,6 +23,8 @@ class RunState:
     state: dict[str, Any] = field(default_factory=dict)
     records: Recorder | None = None
     """The runtime's records store when records are on (tools may keep run-scoped events there)."""
+    home: Path | None = None
+    """The runtime's home, for what tools keep across runs (e.g. `fetch_page`'s skip-cache)."""
 
     def close(self) -> None:
         """Close what tool families keep in `state` (e.g. stop background tasks) before the store closes."""
