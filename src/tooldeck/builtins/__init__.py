@@ -13,6 +13,7 @@ def default_builtins() -> list[BuiltinTool]:
         net,
         net_download,
         net_fetch,
+        net_search,
         shell,
         workspace_control,
         workspace_edit,
@@ -21,4 +22,5 @@ def default_builtins() -> list[BuiltinTool]:
 
     return [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
-            *net_download.TOOLS, *net_fetch.TOOLS]
+            *net_download.TOOLS, *net_fetch.TOOLS,
+            *net_search.TOOLS]

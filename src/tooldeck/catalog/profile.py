@@ -95,6 +95,10 @@ class Profile(BaseModel):
     net_allow: list[str] = Field(default_factory=list)
     """Destinations the network tools may reach although the SSRF guard refuses them (net/guard.py): host
     names or globs, IP addresses, CIDR networks."""
+    search_web_url: str | None = None
+    """`search_web`'s web endpoint (DuckDuckGo's HTML results format); None: DuckDuckGo's own."""
+    search_news_url: str | None = None
+    """`search_web`'s news endpoint (Google News' RSS search format); None: Google News' own."""
     workspace: WorkspaceRoots = Field(default_factory=WorkspaceRoots)
     requires: dict[str, Any] = Field(default_factory=dict)
     """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""
