@@ -129,3 +129,42 @@ def test_redirects_are_checked_hop_by_hop() -> None:
             _get(guarded_client(NetPolicy(("outer.invalid",)), resolve=resolver),
                  f"http://outer.invalid:{server.port}/file")
         assert [r.path for r in server.requests] == ["/start", "/file"]
+
+
+@pytest.mark.parametrize("host", ["2130706433", "0x7f000001", "0177.0.0.1", "127.1", "[::1]", "[::ffff:7f00:1]",
+                                  "[0:0:0:0:0:0:0:1]", "LOCALHOST"])
+def test_encoded_loopback_hosts_are_refused_before_connecting(host: str) -> None:
+    with loopback_server({"/": Answer(body=b"secret")}) as server:
+        url = f"http://{host}:{server.port}/"
+        with pytest.raises(ToolCallError) as caught:  # as the tools do: the URL first, then the request
+            _get(guarded_client(NetPolicy()), str(check_url(url)))
+        assert caught.value.code in ("net.refused", "net.invalid_url")  # httpx refuses some spellings itself
+        assert server.connections == 0
+
+
+def test_a_redirect_to_the_metadata_address_is_refused() -> None:
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    with loopback_server() as server:
+        server.answers["/meta"] = Answer(302, b"", {"location": "http://169.254.169.254/latest/meta-data/"})
+        with pytest.raises(ToolCallError, match=r"169\.254\.169\.254 is a link-local address"):
+            _get(guarded_client(NetPolicy(("site.invalid",)), resolve=resolver), f"http://site.invalid:{server.port}/meta")
+
+
+def test_dns_rebinding_between_two_connections_is_caught_on_the_second() -> None:
+    answers = iter([["127.0.0.1"], ["10.0.0.7"]])
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        return next(answers)
+
+    with loopback_server({"/": Answer(body=b"first")}) as server:
+        async def go() -> None:
+            # keep-alive off so the second request opens (and checks) a new connection
+            async with guarded_client(NetPolicy(("127.0.0.1",)), resolve=rebinding) as client:
+                first = await client.get(f"http://rebind.invalid:{server.port}/", headers={"connection": "close"})
+                assert first.text == "first"
+                with pytest.raises(ToolCallError, match=r"rebind\.invalid \(10\.0\.0\.7\) is a private-network"):
+                    await client.get(f"http://rebind.invalid:{server.port}/")
+        asyncio.run(go())
+        assert len(server.requests) == 1
