@@ -35,6 +35,7 @@ class LoopbackServer:
     closed: int = 0
     """Connections whose client went away (or that the server closed)."""
     requests: list[Seen] = field(default_factory=list)
+    _handlers: set[asyncio.Task[None]] = field(default_factory=set)
 
     @property
     def url(self) -> str:
@@ -42,6 +43,9 @@ class LoopbackServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -62,6 +66,7 @@ class LoopbackServer:
         finally:
             self.closed += 1
             writer.close()
+            self._handlers.discard(task)
 
 
 @contextmanager
@@ -85,6 +90,10 @@ def loopback_server(answers: dict[str, Answer] | None = None) -> Iterator[Loopba
     finally:
         async def stop() -> None:
             holder["s"].close()
+            handlers = list(server._handlers)  # connections a client keeps alive
+            for task in handlers:
+                task.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
         asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)

@@ -148,3 +148,19 @@ def test_any_arguments_give_an_answer_or_a_coded_error(make_runtime: MakeRuntime
         assert result.error_code and "." in result.error_code, result.content
     else:
         assert json.loads(result.content)["status_code"] == 200
+
+
+def test_a_run_keeps_its_connection_and_closing_the_runtime_closes_it(make_runtime: MakeRuntime,
+                                                                      server: LoopbackServer) -> None:
+    server.answers["/ok"] = Answer()
+    rt = _runtime(make_runtime)
+    for i in range(3):
+        [result] = rt.invocation(run_id="one").run([{"id": f"h{i}", "name": "http_request",
+                                                     "arguments": {"url": f"{server.url}/ok"}}])
+        assert not result.is_error
+    assert server.connections == 1 and len(server.requests) == 3 and server.closed == 0
+    rt.close()
+    deadline = time.monotonic() + 10
+    while server.closed < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.closed == 1

@@ -133,17 +133,17 @@ def _shown_body(response: httpx.Response, data: bytes, truncated: bool) -> str:
 async def send(args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
     import httpx
 
-    from tooldeck.net.guard import NetPolicy, check_url, guarded_client
+    from tooldeck.net.clients import client_for
+    from tooldeck.net.guard import check_url
 
     url = check_url(args["url"])
     method = args.get("method") or "GET"
-    policy = NetPolicy.of(ctx.invocation.profile.net_allow)
     timeout = clamp_timeout(args.get("timeout"))
     extra = _request_body(args, ctx)
     headers = {**(args.get("headers") or {}), **extra.pop("headers", {})}
     try:
-        async with (guarded_client(policy, timeout=timeout) as client,
-                    client.stream(method, url, headers=headers, **extra) as response):
+        client = client_for(ctx.run, ctx.invocation.profile.net_allow)
+        async with client.stream(method, url, headers=headers, timeout=timeout, **extra) as response:
             data, truncated = await read_capped(response, MAX_BODY_BYTES)
     except httpx.TimeoutException:
         raise ToolCallError(TIMED_OUT, f"{method} {url} did not answer within {timeout:g} s; retry with a larger "

@@ -44,7 +44,8 @@ def default_path(url_path: str) -> str:
 async def download(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     import httpx
 
-    from tooldeck.net.guard import NetPolicy, check_url, guarded_client
+    from tooldeck.net.clients import client_for
+    from tooldeck.net.guard import check_url
 
     url = check_url(args["url"])
     raw = args.get("output_file") or default_path(url.path)
@@ -56,8 +57,8 @@ async def download(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
                             "`output_file`, or remove the old file first.")
     timeout = clamp_timeout(args.get("timeout"), DEFAULT_DOWNLOAD_TIMEOUT_S, MAX_DOWNLOAD_TIMEOUT_S)
     try:
-        async with (guarded_client(NetPolicy.of(ctx.invocation.profile.net_allow), timeout=timeout) as client,
-                    client.stream("GET", url) as response):
+        client = client_for(ctx.run, ctx.invocation.profile.net_allow)
+        async with client.stream("GET", url, timeout=timeout) as response:
             if not response.is_success:
                 body, _ = await read_capped(response, ERROR_BODY_BYTES)
                 raise ToolCallError(HTTP_STATUS, f"http {response.status_code}: "

@@ -82,7 +82,7 @@ def _cut(text: str) -> str:
 async def fetch(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     import httpx
 
-    from tooldeck.net.guard import NetPolicy, guarded_client
+    from tooldeck.net.clients import client_for
 
     url = checked_link(args["link"])
     key = str(url)
@@ -94,9 +94,9 @@ async def fetch(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
             raise ToolCallError(BLOCKED, f"{key} blocked: it failed recently ({blocked.reason}). Try another page, "
                                 "or pass force=true to fetch it again.")
     try:
-        async with (guarded_client(NetPolicy.of(ctx.invocation.profile.net_allow), timeout=FETCH_TIMEOUT_S) as client,
-                    client.stream("GET", url, headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
-                    as response):
+        client = client_for(ctx.run, ctx.invocation.profile.net_allow)
+        async with client.stream("GET", url, headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"},
+                                 timeout=FETCH_TIMEOUT_S) as response:
             data, _ = await read_capped(response, MAX_PAGE_BYTES)
     except httpx.TimeoutException:
         raise ToolCallError(TIMED_OUT, f"{key} did not answer within {FETCH_TIMEOUT_S:g} s.") from None

@@ -35,7 +35,9 @@ async def _one(client: Any, backend: Any, query: str, time_range: str, ceid: str
     import httpx
 
     try:
-        response = await client.send(backend.request(query, time_range, ceid), stream=True)
+        request = backend.request(query, time_range, ceid)
+        request.extensions["timeout"] = httpx.Timeout(REQUEST_TIMEOUT_S).as_dict()
+        response = await client.send(request, stream=True)
         try:
             body, _ = await read_capped(response, MAX_ANSWER_BYTES)
         finally:
@@ -51,7 +53,7 @@ async def _one(client: Any, backend: Any, query: str, time_range: str, ceid: str
 
 
 async def search(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
-    from tooldeck.net.guard import NetPolicy, guarded_client
+    from tooldeck.net.clients import client_for
     from tooldeck.net.search import DuckDuckGoHtml, GoogleNewsRss
 
     query = next((str(args[k]).strip() for k in ("query", "keyword", "q") if str(args.get(k) or "").strip()), "")
@@ -72,9 +74,9 @@ async def search(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     if source in ("all", "news"):
         news_range = time_range if time_range in NEWS_RANGES else "7d"
         jobs["news"] = (GoogleNewsRss(profile.search_news_url or GoogleNewsRss().url), news_range)
-    async with guarded_client(NetPolicy.of(profile.net_allow), timeout=REQUEST_TIMEOUT_S) as client:
-        outcomes = await asyncio.gather(*(_one(client, backend, query, rng, ceid) for backend, rng in jobs.values()),
-                                        return_exceptions=True)
+    client = client_for(ctx.run, profile.net_allow)
+    outcomes = await asyncio.gather(*(_one(client, backend, query, rng, ceid) for backend, rng in jobs.values()),
+                                    return_exceptions=True)
     answer: dict[str, Any] = {}
     errors: list[str] = []
     for name, outcome in zip(jobs, outcomes, strict=True):

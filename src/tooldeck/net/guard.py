@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -183,12 +185,19 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every guarded client: loading the CA bundle costs tens of ms, more
+    than the request itself (an SSLContext is safe to share between connections and threads)."""
+    return httpx.create_ssl_context()
+
+
 class GuardedTransport(httpx.AsyncHTTPTransport):
     """httpx's transport over a connection pool whose every connection is made by `GuardedBackend`."""
 
     def __init__(self, policy: NetPolicy, resolve: Resolver | None = None) -> None:
-        super().__init__(trust_env=False)
-        ssl_context = httpx.create_ssl_context()
+        ssl_context = _ssl_context()
+        super().__init__(verify=ssl_context, trust_env=False)
         self._pool = httpcore.AsyncConnectionPool(ssl_context=ssl_context, max_connections=20,
                                                   network_backend=GuardedBackend(policy, resolve))
 
