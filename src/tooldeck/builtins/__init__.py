@@ -10,6 +10,7 @@ def default_builtins() -> list[BuiltinTool]:
         background,
         calculate,
         dice,
+        error_memory,
         net,
         net_download,
         net_fetch,
@@ -23,4 +24,4 @@ def default_builtins() -> list[BuiltinTool]:
     return [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
-            *net_search.TOOLS]
+            *net_search.TOOLS, *error_memory.TOOLS]
