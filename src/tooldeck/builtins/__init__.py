@@ -15,6 +15,7 @@ def default_builtins() -> list[BuiltinTool]:
         net_download,
         net_fetch,
         net_search,
+        open_file,
         shell,
         workspace_control,
         workspace_edit,
@@ -24,4 +25,5 @@ def default_builtins() -> list[BuiltinTool]:
     return [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
-            *net_search.TOOLS, *error_memory.TOOLS]
+            *net_search.TOOLS, *error_memory.TOOLS,
+            *open_file.TOOLS]
