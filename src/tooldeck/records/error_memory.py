@@ -15,19 +15,18 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from tooldeck.core.errors import TooldeckError
+from tooldeck.records.side_tables import side_table
 
 Outcome = Literal["resolved", "failed", "abandoned"]
 OUTCOMES: Final = ("resolved", "failed", "abandoned")
 TTL_S: Final = 90 * 24 * 3600.0
 DEFAULT_LIMIT: Final = 4
 MAX_LIMIT: Final = 16
-_BUSY_TIMEOUT_S: Final = 10.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS error_memory (
@@ -95,24 +94,8 @@ class ErrorMemory:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise TooldeckError("records.error_memory_unavailable", f"cannot open {self.path}: {exc}; check that "
-                                "the home dir is writable") from exc
-        try:
-            with contextlib.suppress(sqlite3.OperationalError):
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.executescript(_SCHEMA)
-            yield conn
-        except sqlite3.Error as exc:
-            raise TooldeckError("records.error_memory_unavailable", f"{self.path}: {exc}; check that the file is "
-                                "a tooldeck records database and is writable") from exc
-        finally:
-            conn.close()
+    def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return side_table(self.path, _SCHEMA, "records.error_memory_unavailable")
 
     def write(self, tool_name: str, keywords: Sequence[str], symptom: str, action: str, outcome: str,
               cause: str | None = None, now: float | None = None) -> ErrorRecord:

@@ -14,12 +14,12 @@ import re
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooldeck.core.errors import TooldeckError
+from tooldeck.records.side_tables import side_table
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS mcp_registrations (
@@ -33,7 +33,6 @@ CREATE TABLE IF NOT EXISTS mcp_registrations (
 )
 """
 _SLUG = re.compile(r"[^a-z0-9]+")
-_BUSY_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,24 +55,8 @@ class RegistrationStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise TooldeckError("mcp.registrations_unavailable", f"cannot open {self.path}: {exc}; check that the "
-                                "home dir is writable") from exc
-        try:
-            with contextlib.suppress(sqlite3.OperationalError):
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(_SCHEMA)
-            yield conn
-        except sqlite3.Error as exc:
-            raise TooldeckError("mcp.registrations_unavailable", f"{self.path}: {exc}; check that the file is a "
-                                "tooldeck records database and is writable") from exc
-        finally:
-            conn.close()
+    def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return side_table(self.path, _SCHEMA, "mcp.registrations_unavailable")
 
     def ensure(self, server_name: str, endpoint_key: str, endpoint: Mapping[str, Any]) -> Registration:
         """The registration of (name, endpoint): the existing one, or a new one."""
