@@ -28,9 +28,11 @@ def arguments_text(call: Mapping[str, Any]) -> str:
     (byte for byte), else the canonical text of `call_arguments`."""
     raw = call.get("arguments", MISSING)
     if isinstance(raw, str):
-        args = ToolArguments.decode(raw)
-        if isinstance(args.value, dict) and args.problem is None:
-            return raw
+        try:
+            if isinstance(orjson.loads(raw), dict):  # "" decodes to {} for the gate, but is no JSON text
+                return raw
+        except orjson.JSONDecodeError:
+            pass
     return ReplayCall("", "", call_arguments(call), "").arguments_json()
 
 
