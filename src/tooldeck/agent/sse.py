@@ -96,13 +96,22 @@ class SSEParser:
 
 
 async def iter_sse(chunks: AsyncIterable[str]) -> AsyncIterator[SSEEvent]:
-    """The events of a stream of text chunks, up to `data: [DONE]` or the end."""
+    """The events of a stream of text chunks, up to `data: [DONE]` or the end. The chunks are read to
+    their end even after `[DONE]` (which providers send last): an HTTP body iterator left half-read is
+    a chain of httpx generators that only the garbage collector would close, by tasks on a loop that
+    may have stopped by then."""
     parser = SSEParser()
+    done = False
     async for chunk in chunks:
+        if done:
+            continue
         for event in parser.feed(chunk):
             if event.data == DONE:
-                return
+                done = True
+                break
             yield event
+    if done:
+        return
     for event in parser.finish():
         if event.data == DONE:
             return

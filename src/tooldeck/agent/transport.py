@@ -19,6 +19,7 @@ import email.utils
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -210,9 +211,10 @@ class Transport:
                     await self._wait(attempt, wait, fail)
                     attempt += 1
                     continue
-                try:
-                    async for event in iter_sse(response.aiter_text()):
-                        yield event
+                try:  # closed explicitly: a generator left to the GC is closed by a task on a loop that may be gone
+                    async with aclosing(response.aiter_text()) as chunks, aclosing(iter_sse(chunks)) as events:
+                        async for event in events:
+                            yield event
                 except httpx.TransportError as exc:
                     code, what = classify(exc) or (errors.CONNECT_ERROR, "the stream failed")
                     if code == errors.CONNECT_ERROR:
