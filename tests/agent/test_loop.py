@@ -265,3 +265,35 @@ async def test_agent_closes_its_client_unless_entered(rt: tooldeck.Runtime, mock
         assert agent.client is client
     assert first.run_id != second.run_id and first.text == "a" and second.text == "b"
     assert mock_provider.requests[1].json["messages"] == [{"role": "user", "content": "two"}]
+
+
+async def test_cancelling_during_a_tool_stops_the_tool(rt: tooldeck.Runtime, mock_provider: MockProvider) -> None:
+    state: dict[str, Any] = {"started": False, "ticks": 0, "cancelled": False}
+
+    @rt.tool(extension_id="slow", name="slow")
+    async def slow() -> str:
+        """Work for a long time."""
+        state["started"] = True
+        try:
+            while True:
+                state["ticks"] += 1
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            state["cancelled"] = True
+            raise
+
+    mock_provider.script(chat.stream(calls=[("s1", "slow", "{}")]))
+    agent = rt.agent(model(mock_provider))
+    task = asyncio.ensure_future(agent.run("work"))
+    await mock_provider.await_for(lambda: state["started"])
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert state["cancelled"]
+    ticks = state["ticks"]
+    await asyncio.sleep(0.1)
+    assert state["ticks"] == ticks  # the tool really stopped
+    assert agent.result is not None and agent.result.status == "cancelled"
+    history = rt.recorder.history(agent.result.invocation_ids[0])
+    assert [(c.call_id, c.status) for c in history.calls] == [("s1", "outcome_unknown")]
+    assert len(mock_provider.requests) == 1  # no model turn after the cancel
