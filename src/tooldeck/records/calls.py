@@ -45,8 +45,8 @@ def provider_slots(calls: Sequence[Any], items: Any, family: str) -> Slots:
         if kept and calls:
             slots = [None] * len(calls)
             slots[0] = {"items": kept}
-    for i, c in enumerate(calls):
-        data = c.get("provider_data") if isinstance(c, Mapping) else None
+    for i, c in enumerate(calls):  # records on only, but every such turn: a dict needs no ABC check
+        data = c.get("provider_data") if type(c) is dict or isinstance(c, Mapping) else None
         if data is None:
             continue
         if slots is None:
