@@ -174,6 +174,25 @@ class Runtime:
                                                             snapshot.id, self.snapshots.json(snapshot), time.time()))
         return inv
 
+    def agent(self, model: Any = None, *, provider: str | None = None, base_url: str | None = None,
+              instructions: str | None = None, **options: Any) -> Any:
+        """An `agent.loop.Agent` driving this runtime's tools with a model (docs/agent.md): `model` is a
+        `[models]` name of `<home>/tooldeck.toml`, a provider's model id (with `provider`), a `ModelConfig`
+        or a `ModelClient`; None takes the configured default. `await rt.agent(...).run("task")`."""
+        from tooldeck.agent.loop import Agent
+        from tooldeck.agent.models import resolve_model
+        from tooldeck.agent.types import ModelConfig
+
+        if model is None or isinstance(model, str):
+            model = resolve_model(self.home, model, provider=provider, base_url=base_url)
+        elif provider is not None or base_url is not None:
+            raise TooldeckError("model.config_invalid", "provider and base_url go with a model name, not with a "
+                                f"{type(model).__name__}")
+        if not isinstance(model, ModelConfig) and not hasattr(model, "complete"):
+            raise TooldeckError("model.config_invalid", f"model must be a name, a ModelConfig or a ModelClient, "
+                                f"not {type(model).__name__}")
+        return Agent(self, model, instructions=instructions, **options)
+
     def loop(self) -> asyncio.AbstractEventLoop:
         """The private event loop behind the sync facade."""
         if self._loop is None or self._loop.is_closed():
