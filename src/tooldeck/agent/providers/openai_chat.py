@@ -21,6 +21,7 @@ from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.results import AgentToolResult
+from tooldeck.protocols import openai_chat as chat_protocol
 from tooldeck.protocols import runtime_calls
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -146,8 +147,10 @@ class ChatStream:
         if self.finish is None:
             raise ModelError(errors.BAD_RESPONSE, f"model {self.model!r}: the stream ended without a "
                              f"finish_reason after {len(self.chunks)} chunk(s); run again")
-        return ModelTurn("".join(self.text), decode_calls({"tool_calls": self.calls.message()}, self.model), [],
-                         self.usage or Usage(), stop_reason(self.finish), self.chunks)
+        text = "".join(self.text)
+        return ModelTurn(text, decode_calls({"tool_calls": self.calls.message()}, self.model),
+                         chat_protocol.items({"content": text}), self.usage or Usage(), stop_reason(self.finish),
+                         self.chunks)
 
 
 class OpenAIChatClient:
@@ -203,8 +206,9 @@ class OpenAIChatClient:
         choice = choices[0]
         message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
         text = _text(message.get("content")) or _text(message.get("refusal"))
-        return ModelTurn(text, decode_calls({"tool_calls": message.get("tool_calls") or []}, self.config.name), [],
-                         usage_of(data.get("usage")) or Usage(), stop_reason(choice.get("finish_reason")), data)
+        return ModelTurn(text, decode_calls({"tool_calls": message.get("tool_calls") or []}, self.config.name),
+                         chat_protocol.items(message), usage_of(data.get("usage")) or Usage(),
+                         stop_reason(choice.get("finish_reason")), data)
 
     async def _stream(self, body: dict[str, Any], on_event: OnEvent | None) -> ModelTurn:
         stream = ChatStream(self.config.name, on_event)
