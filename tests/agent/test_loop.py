@@ -311,6 +311,7 @@ class ScriptedClient:
         self.config = ModelConfig("scripted", "openai_responses", "scripted")
         self.turns = turns
         self.requests: list[ModelRequest] = []
+        self.closed = False
 
     async def complete(self, request: ModelRequest, on_event: Any = None) -> ModelTurn:
         self.requests.append(ModelRequest(list(request.messages), request.tools, request.instructions))
@@ -328,7 +329,7 @@ class ScriptedClient:
         return [{"type": "function_call_output", "call_id": r.call_id, "output": r.model_text()} for r in results]
 
     async def aclose(self) -> None:
-        return None
+        self.closed = True
 
 
 async def test_provider_items_and_data_are_recorded_and_replayed(rt: tooldeck.Runtime) -> None:
@@ -339,6 +340,7 @@ async def test_provider_items_and_data_are_recorded_and_replayed(rt: tooldeck.Ru
         ModelTurn("3", [], [], stop_reason="end_turn")])
     result = await rt.agent(client).run("1+2")
     assert result.ok and result.text == "3"
+    assert not client.closed  # the host's own client stays open: the host closes it
     assert client.requests[1].messages[1:3] == [reasoning, {"type": "function_call", "call_id": "call_1",
                                                             "name": "add", "arguments": '{"a": 1, "b": 2}',
                                                             "id": "fc_1"}]

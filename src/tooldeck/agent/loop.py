@@ -74,9 +74,11 @@ class Agent:
         if isinstance(model, ModelConfig):
             self.config = model
             self._client: ModelClient | None = None
-        else:
+            self._owns_client = True
+        else:  # the host's own client: the host closes it
             self.config = model.config
             self._client = model
+            self._owns_client = False
         self.instructions = instructions
         self.max_turns = max_turns or self.config.max_turns or DEFAULT_MAX_TURNS
         self.max_tokens = max_tokens or self.config.max_tokens_per_run
@@ -113,7 +115,7 @@ class Agent:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        if self._client is not None and self._owns_client:
             client, self._client = self._client, None
             await client.aclose()
 
