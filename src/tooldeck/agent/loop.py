@@ -254,7 +254,7 @@ class _Run:
                 self._event("tool_call", turn=n, call_id=c.get("id"), name=c.get("name"),
                             arguments=c.get("arguments"))
         choice = self.agent.tool_choice
-        results = await inv.arun(turn.calls, choice)
+        results = await inv.arun(turn.calls, choice, provider_items=turn.provider_items or None)
         if self.emit is not None:
             for r in results:
                 self._event("tool_result", turn=n, call_id=r.call_id, tool_id=r.tool_id, is_error=r.is_error,
