@@ -5,10 +5,13 @@ and — through the agent loop — that thinking blocks go back first with their
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from typing import Any
 
-import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tooldeck
 from tests.agent.mock_provider import MockProvider, Reply, Request
@@ -17,6 +20,7 @@ from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers import make_client
 from tooldeck.agent.providers.anthropic import AnthropicClient
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, StreamEvent, Usage
+from tooldeck.core.jsonvalue import json_text
 from tooldeck.core.results import AgentToolResult
 from tooldeck.protocols import validate
 from tooldeck.records.replay import replay
@@ -79,7 +83,7 @@ def stream(content: list[dict[str, Any]], stop: str = "tool_use", use: dict[str,
             opened = block
         events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": opened}))
         if kind == "tool_use":
-            raw = block["input"] if isinstance(block["input"], str) else orjson.dumps(block["input"]).decode()
+            raw = block["input"] if isinstance(block["input"], str) else json_text(block["input"])
             for piece in split(raw, pieces) if raw else [""]:
                 mine.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {
                     "type": "input_json_delta", "partial_json": piece}}))
@@ -263,3 +267,60 @@ async def test_builders_text_without_items_and_notes_after_results(mock_provider
         assert client.assistant_message(ModelTurn()) == []
     finally:
         await client.aclose()
+
+
+# -- property: streamed = plain, whatever the chunking -------------------------------------------------------
+class _Stream:
+    """A transport whose stream is the SSE text of a Reply cut at the given points (no HTTP: this tests the
+    assembly; the tests above run the same code over the loopback server)."""
+
+    def __init__(self, reply: Reply, cuts: list[int]) -> None:
+        whole = "".join(reply.chunks or ())
+        points = sorted({c % (len(whole) + 1) for c in cuts} | {0, len(whole)})
+        self.pieces = [whole[a:b] for a, b in itertools.pairwise(points)]
+
+    async def stream_sse(self, url: str, body: Any, headers: Any = None) -> Any:
+        from tooldeck.agent.sse import iter_sse
+
+        async def chunks() -> Any:
+            for piece in self.pieces:
+                yield piece
+
+        async for event in iter_sse(chunks()):
+            yield event
+
+    async def aclose(self) -> None:
+        return None
+
+
+_ARGS = st.dictionaries(st.sampled_from(["a", "b", "note"]), st.one_of(st.integers(-10**20, 10**20),
+                                                                       st.text(max_size=8)), max_size=3)
+_BLOCKS = st.tuples(
+    st.lists(st.one_of(st.builds(thinking, st.text(min_size=1, max_size=30), st.text("xyz+/=", min_size=1)),
+                       st.builds(redacted, st.text("abc", min_size=1))), max_size=2),
+    st.lists(st.builds(text, st.text(min_size=1, max_size=30)), max_size=2),
+    st.lists(_ARGS, max_size=3))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(_BLOCKS, st.integers(1, 9), st.booleans(), st.lists(st.integers(0, 10**6), max_size=20),
+       st.sampled_from(["tool_use", "end_turn", "max_tokens"]))
+def test_a_streamed_message_decodes_as_the_plain_one(blocks: Any, pieces: int, interleave: bool, cuts: list[int],
+                                                     stop: str) -> None:
+    from tooldeck.core.arguments import ToolArguments
+
+    thoughts, texts, args = blocks
+    content = [*thoughts, *texts, *(tool_use(f"toolu_{i}", a) for i, a in enumerate(args))]
+    use = usage(7, 3, read=5, written=2)
+    cfg = ModelConfig("claude", "anthropic", "claude-mock", api_key="k")
+
+    async def both() -> tuple[ModelTurn, ModelTurn]:
+        streamed = AnthropicClient(cfg, transport=_Stream(stream(content, stop, use, pieces, interleave), cuts))
+        plain = AnthropicClient(cfg, transport=_Stream(stream([], stop, use), []))
+        return await streamed.complete(ModelRequest([], TOOLS)), plain.decode(message(content, stop, use))
+
+    got, want = asyncio.run(both())
+    assert (got.text, got.provider_items, got.usage, got.stop_reason) == (
+        want.text, want.provider_items, want.usage, want.stop_reason)
+    assert [(c["id"], c["name"]) for c in got.calls] == [(c["id"], c["name"]) for c in want.calls]
+    assert [ToolArguments.decode(c["arguments"]).value for c in got.calls] == [c["arguments"] for c in want.calls]

@@ -6,10 +6,14 @@ that drops them, as Gemini 3 does)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tooldeck
 from tests.agent.mock_provider import MockProvider, Reply, Request
@@ -235,3 +239,73 @@ async def test_builders_text_without_items_and_notes_after_results(mock_provider
         assert client.assistant_message(ModelTurn()) == []
     finally:
         await client.aclose()
+
+
+# -- property: streamed = plain, whatever the chunking -------------------------------------------------------
+class _Stream:
+    """A transport whose stream is the SSE text of a Reply cut at the given points (no HTTP: this tests the
+    assembly; the tests above run the same code over the loopback server)."""
+
+    def __init__(self, reply: Reply, cuts: list[int]) -> None:
+        whole = "".join(reply.chunks or ())
+        points = sorted({c % (len(whole) + 1) for c in cuts} | {0, len(whole)})
+        self.pieces = [whole[a:b] for a, b in itertools.pairwise(points)]
+
+    async def stream_sse(self, url: str, body: Any, headers: Any = None) -> Any:
+        from tooldeck.agent.sse import iter_sse
+
+        async def chunks() -> Any:
+            for piece in self.pieces:
+                yield piece
+
+        async for event in iter_sse(chunks()):
+            yield event
+
+    async def aclose(self) -> None:
+        return None
+
+
+_SIG = st.one_of(st.none(), st.text("ABCxyz+/=", min_size=1, max_size=12))
+_TEXT_PART = st.tuples(st.text(min_size=1, max_size=24), _SIG)
+_PARTS = st.tuples(st.one_of(st.none(), _TEXT_PART), st.one_of(st.none(), _TEXT_PART),
+                   st.lists(st.tuples(st.dictionaries(st.sampled_from("ab"), st.integers(-5, 5), max_size=2), _SIG),
+                            max_size=3))
+
+
+def _pieces(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    return [text[a:b] for a, b in itertools.pairwise(points)] or [text]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(_PARTS, st.lists(st.integers(0, 100), max_size=6), st.lists(st.integers(0, 10**6), max_size=20),
+       st.sampled_from(["STOP", "MAX_TOKENS"]))
+def test_a_streamed_answer_decodes_as_the_plain_one(parts: Any, splits: list[int], cuts: list[int],
+                                                    finish: str) -> None:
+    thought, said, calls = parts
+    whole: list[dict[str, Any]] = []
+    chunks: list[dict[str, Any]] = []
+    for text_part, is_thought in ((thought, True), (said, False)):
+        if text_part is None:
+            continue
+        body, sig = text_part
+        part = {"text": body, **({"thought": True} if is_thought else {}), **({"thoughtSignature": sig} if sig else {})}
+        whole.append(part)
+        pieces = _pieces(body, splits)
+        for k, piece in enumerate(pieces):
+            last = k == len(pieces) - 1
+            chunks.append(chunk([{"text": piece, **({"thought": True} if is_thought else {}),
+                                  **({"thoughtSignature": sig} if sig and last else {})}]))
+    for args, sig in calls:
+        whole.append(fc(args, sig=sig))
+        chunks.append(chunk([fc(args, sig=sig)]))
+    chunks.append(chunk([], finish, usage(11, 3, thoughts=2, cached=4)))
+    cfg = ModelConfig("gem", "gemini", "gemini-mock", api_key="k")
+
+    async def streamed() -> ModelTurn:
+        return await GeminiClient(cfg, transport=_Stream(stream(*chunks), cuts)).complete(ModelRequest([], TOOLS))
+
+    got = asyncio.run(streamed())
+    want = GeminiClient(cfg).decode(chunk(whole, finish, usage(11, 3, thoughts=2, cached=4)))
+    assert (got.calls, got.provider_items, got.text, got.usage, got.stop_reason) == (
+        want.calls, want.provider_items, want.text, want.usage, want.stop_reason)

@@ -4,9 +4,13 @@ back before the calls they produced, turn by turn (the mock refuses a request th
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tooldeck
 from tests.agent.mock_provider import MockProvider, Reply, Request
@@ -269,3 +273,56 @@ async def test_assistant_text_without_a_message_item_goes_back_as_a_message(mock
             {"role": "user", "content": "[background report 1] done"}]
     finally:
         await client.aclose()
+
+
+# -- property: streamed = plain, whatever the chunking -------------------------------------------------------
+class _Stream:
+    """A transport whose stream is the SSE text of a Reply cut at the given points (no HTTP: this tests the
+    assembly; the tests above run the same code over the loopback server)."""
+
+    def __init__(self, reply: Reply, cuts: list[int]) -> None:
+        whole = "".join(reply.chunks or ())
+        points = sorted({c % (len(whole) + 1) for c in cuts} | {0, len(whole)})
+        self.pieces = [whole[a:b] for a, b in itertools.pairwise(points)]
+
+    async def stream_sse(self, url: str, body: Any, headers: Any = None) -> Any:
+        from tooldeck.agent.sse import iter_sse
+
+        async def chunks() -> Any:
+            for piece in self.pieces:
+                yield piece
+
+        async for event in iter_sse(chunks()):
+            yield event
+
+    async def aclose(self) -> None:
+        return None
+
+
+_ARGS = st.one_of(st.sampled_from(["{}", '{"a": 1, "b": 2}', '{"a": ', "", "[1]", '{"note": "é\\n\\u2028"}']),
+                  st.text(max_size=20))
+_OUTPUT = st.tuples(st.lists(st.integers(1, 9), max_size=2), st.lists(st.text(min_size=1, max_size=20), max_size=2),
+                    st.lists(_ARGS, max_size=3))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(_OUTPUT, st.integers(1, 9), st.booleans(), st.booleans(), st.lists(st.integers(0, 10**6), max_size=20))
+def test_a_streamed_response_decodes_as_the_plain_one(parts: Any, pieces: int, interleave: bool, item_done: bool,
+                                                      cuts: list[int]) -> None:
+    thoughts, texts, args = parts
+    output = [*(reasoning(n) for n in thoughts), *(message(t, n) for n, t in enumerate(texts)),
+              *(call(f"call_{i}", a, i) for i, a in enumerate(args))]
+    cfg = ModelConfig("resp", "openai_responses", "gpt-mock", api_key="k")
+
+    async def streamed() -> ModelTurn:
+        client = OpenAIResponsesClient(cfg, transport=_Stream(stream(output, usage(9, 4, 2), pieces, interleave,
+                                                                      item_done), cuts))
+        return await client.complete(ModelRequest([], TOOLS))
+
+    got = asyncio.run(streamed())
+    want = OpenAIResponsesClient(cfg).decode(response(output, usage(9, 4, 2)))
+    assert (got.calls, got.text, got.usage, got.stop_reason) == (want.calls, want.text, want.usage, want.stop_reason)
+    if item_done:
+        assert got.provider_items == want.provider_items
+    else:  # as added: a reasoning item has its encrypted_content only once it is done
+        assert [i["type"] for i in got.provider_items] == [i["type"] for i in want.provider_items]

@@ -11,10 +11,11 @@ The snapshot's tools are Chat-shaped (`{"type": "function", "function": {…}}`)
 flat copy (`{"type": "function", "name", "description", "parameters"}`), made once per tools array.
 
 Streaming: output items are assembled by `output_index` (and by `item_id` for deltas):
-`response.output_item.added` opens an item, `response.function_call_arguments.delta` / `.done` build a
-call's arguments, `response.output_item.done` replaces the item with the finished one (reasoning
-items get their `encrypted_content` there), `response.completed` / `response.incomplete` bring the
-status and the usage (cached tokens in `input_tokens_details.cached_tokens`).
+`response.output_item.added` opens an item, `response.function_call_arguments.delta` / `.done` build
+a call's arguments, `response.output_text.delta` a message's text part, `response.output_item.done`
+replaces the item with the finished one (reasoning items get their `encrypted_content` there), and
+`response.completed` / `response.incomplete` bring the status and the usage (cached tokens in
+`input_tokens_details.cached_tokens`).
 """
 
 from __future__ import annotations
@@ -133,6 +134,29 @@ class _Output:
             if self.on_event is not None:
                 self.on_event(StreamEvent("tool_call_arguments", delta, self.calls.get(index, 0), item.get("call_id")))
 
+    def text(self, data: Mapping[str, Any], kind: str) -> None:
+        """A text (or refusal) delta, added to its message item's content part."""
+        delta = data.get("delta")
+        if not isinstance(delta, str) or not delta:
+            return
+        index = self._index(data, new=False)
+        item = self.items.get(index)
+        if item is None or item.get("type") != "message":
+            item = self.items[index] = {"type": "message", "role": "assistant", "content": []}
+            if isinstance(data.get("item_id"), str):
+                item["id"] = data["item_id"]
+                self.by_id[data["item_id"]] = index
+        content = item["content"] = list(item.get("content") or [])
+        at = data.get("content_index")
+        at = at if isinstance(at, int) and not isinstance(at, bool) and 0 <= at < 1024 else len(content) - 1
+        key = "refusal" if kind == "response.refusal.delta" else "text"
+        while len(content) <= max(at, 0):
+            content.append({"type": "refusal" if key == "refusal" else "output_text", key: ""})
+        part = content[at] = dict(content[at])
+        part[key] = str(part.get(key) or "") + delta
+        if self.on_event is not None:
+            self.on_event(StreamEvent("text", delta))
+
     def output(self) -> list[dict[str, Any]]:
         return [self.items[i] for i in sorted(self.items)]
 
@@ -195,7 +219,7 @@ class OpenAIResponsesClient:
         if not isinstance(data, Mapping) or not isinstance(data.get("output"), list):
             raise ModelError(errors.BAD_RESPONSE, f"{self.label} answered without an output list: {str(data)[:200]}")
         self._check_failed(data)
-        return self._turn(data["output"], data, "", data)
+        return self._turn(data["output"], data, data)
 
     def _check_failed(self, response: Mapping[str, Any]) -> None:
         if response.get("status") == "failed" or isinstance(response.get("error"), Mapping):
@@ -203,13 +227,13 @@ class OpenAIResponsesClient:
             raise ModelError(errors.HTTP_ERROR, f"{self.label}: the response failed: "
                              f"{err.get('message', response.get('status'))} ({err.get('code', 'no code')}); run again")
 
-    def _turn(self, output: list[Any], response: Mapping[str, Any], streamed_text: str, raw: Any) -> ModelTurn:
+    def _turn(self, output: list[Any], response: Mapping[str, Any], raw: Any) -> ModelTurn:
         try:
             calls = runtime_calls(output, "openai_responses")
         except TooldeckError as exc:
             raise model_error(exc, self.label) from None
         items = decode_items(output, "openai_responses")
-        text = output_text(output) or streamed_text
+        text = output_text(output)
         stop: StopReason = "tool_calls" if calls else "end_turn"
         if response.get("status") == "incomplete":
             details = response.get("incomplete_details")
@@ -219,7 +243,6 @@ class OpenAIResponsesClient:
 
     async def _stream(self, body: dict[str, Any], on_event: OnEvent | None) -> ModelTurn:
         out = _Output(on_event)
-        text: list[str] = []
         final: Mapping[str, Any] | None = None
         chunks: list[Any] = []
         async with aclosing(self.transport.stream_sse(self.url, body)) as events:
@@ -232,11 +255,7 @@ class OpenAIResponsesClient:
                 if kind in ("response.output_item.added", "response.output_item.done"):
                     out.put(data)
                 elif kind in ("response.output_text.delta", "response.refusal.delta"):
-                    piece = data.get("delta")
-                    if isinstance(piece, str) and piece:
-                        text.append(piece)
-                        if on_event is not None:
-                            on_event(StreamEvent("text", piece))
+                    out.text(data, kind)
                 elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
                     piece = data.get("delta")
                     if on_event is not None and isinstance(piece, str) and piece:
@@ -258,7 +277,7 @@ class OpenAIResponsesClient:
         output = out.output()
         if not output and isinstance(final.get("output"), list):
             output = list(final["output"])
-        return self._turn(output, final, "".join(text), chunks)
+        return self._turn(output, final, chunks)
 
     # -- the conversation --------------------------------------------------------------------------
     def user_message(self, text: str) -> list[dict[str, Any]]:
