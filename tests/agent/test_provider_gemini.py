@@ -309,3 +309,33 @@ def test_a_streamed_answer_decodes_as_the_plain_one(parts: Any, splits: list[int
     want = GeminiClient(cfg).decode(chunk(whole, finish, usage(11, 3, thoughts=2, cached=4)))
     assert (got.calls, got.provider_items, got.text, got.usage, got.stop_reason) == (
         want.calls, want.provider_items, want.text, want.usage, want.stop_reason)
+
+
+def test_tooldeck_run_with_gemini_flags(tmp_path: Any, mock_provider: MockProvider) -> None:
+    """`tooldeck run --provider gemini` end to end (a real CLI process): the key from GEMINI_API_KEY, the
+    signature back on the second request, the answer on stdout."""
+    import os
+    import subprocess
+    import sys
+
+    mock_provider.reject_if(lambda r: any("functionCall" in p and p.get("thoughtSignature") != SIG_CALL
+                                          for c in r.json.get("contents", []) for p in c["parts"]), 400,
+                            {"error": {"code": 400, "message": "Function call is missing a thought_signature"}})
+    mock_provider.script(stream(chunk([fc({"formula": "1d1"}, "dice_roll", sig=SIG_CALL)], "STOP", usage(30, 4))),
+                         stream(chunk([{"text": "You rolled "}]),
+                                chunk([{"text": "1."}], "STOP", usage(40, 3, cached=24))))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update({"GEMINI_API_KEY": "g-cli-key", "COLUMNS": "100"})
+    proc = subprocess.run([sys.executable, "-m", "tooldeck.cli", "run", "--provider", "gemini", "--model",
+                           "gemini-mock", "--base-url", mock_provider.url + "/v1beta", "--home", str(home),
+                           "roll 1d1"], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "You rolled 1.\n"
+    first, second = mock_provider.requests
+    assert first.headers["x-goog-api-key"] == "g-cli-key" and not second.rejected
+    model_turn, answer = second.json["contents"][1:]
+    assert model_turn["parts"][0]["thoughtSignature"] == SIG_CALL
+    assert answer["parts"][0]["functionResponse"]["id"] == model_turn["parts"][0]["functionCall"]["id"]
+    assert "g-cli-key" not in (home / "records.sqlite").read_bytes().decode("utf-8", "replace")
