@@ -324,3 +324,12 @@ def test_a_streamed_message_decodes_as_the_plain_one(blocks: Any, pieces: int, i
         want.text, want.provider_items, want.usage, want.stop_reason)
     assert [(c["id"], c["name"]) for c in got.calls] == [(c["id"], c["name"]) for c in want.calls]
     assert [ToolArguments.decode(c["arguments"]).value for c in got.calls] == [c["arguments"] for c in want.calls]
+
+
+async def test_a_thinking_block_that_lost_its_signature_is_a_bad_response(mock_provider: MockProvider) -> None:
+    """Sending it back would fail the next request with a 400; the client says why now (a run ends `failed`,
+    `model.bad_response`, instead of a host fault or a confusing 400)."""
+    mock_provider.script(Reply.json(message([{"type": "thinking", "thinking": "x"}, tool_use("toolu_a", {})])))
+    with pytest.raises(ModelError) as err:
+        await complete(mock_provider, ModelRequest([], TOOLS, stream=False))
+    assert err.value.code == "model.bad_response" and "signature" in err.value.message

@@ -28,7 +28,7 @@ import httpx
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers.common import default_key, load_json
-from tooldeck.agent.providers.wire import model_error, replay_turn, usage_int
+from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
@@ -164,7 +164,8 @@ class AnthropicClient:
         text = "".join(b["text"] for b in content
                        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str))
         stop = STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
-        return ModelTurn(text, calls, decode_items(content, "anthropic"), usage, stop, raw)
+        items = sendable(decode_items(content, "anthropic"), FAMILY, self.label)
+        return ModelTurn(text, calls, items, usage, stop, raw)
 
     async def _stream(self, body: dict[str, Any], on_event: OnEvent | None) -> ModelTurn:
         blocks = _Blocks(on_event)

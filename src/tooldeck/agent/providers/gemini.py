@@ -28,7 +28,7 @@ import httpx
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers.common import default_key, load_json
-from tooldeck.agent.providers.wire import model_error, replay_turn, usage_int
+from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
@@ -172,7 +172,8 @@ class GeminiClient:
         text = "".join(p["text"] for p in parts
                        if isinstance(p, Mapping) and isinstance(p.get("text"), str) and not p.get("thought"))
         stop = "content_filter" if blocked else stop_reason(reason, bool(calls))
-        return ModelTurn(text, calls, decode_items(parts, "gemini"), usage_of(usage) or Usage(), stop, raw)
+        items = sendable(decode_items(parts, "gemini"), FAMILY, self.label)
+        return ModelTurn(text, calls, items, usage_of(usage) or Usage(), stop, raw)
 
     async def _stream(self, body: dict[str, Any], on_event: OnEvent | None) -> ModelTurn:
         parts = _Parts(on_event)

@@ -29,7 +29,7 @@ import httpx
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers.common import default_key, load_json
-from tooldeck.agent.providers.wire import model_error, replay_turn, usage_int
+from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
@@ -232,7 +232,7 @@ class OpenAIResponsesClient:
             calls = runtime_calls(output, "openai_responses")
         except TooldeckError as exc:
             raise model_error(exc, self.label) from None
-        items = decode_items(output, "openai_responses")
+        items = sendable(decode_items(output, "openai_responses"), FAMILY, self.label)
         text = output_text(output)
         stop: StopReason = "tool_calls" if calls else "end_turn"
         if response.get("status") == "incomplete":

@@ -38,5 +38,20 @@ def model_error(exc: TooldeckError, label: str) -> TooldeckError:
     return ModelError(exc.code, f"{label}: {exc.message}")
 
 
+def sendable(items: list[dict[str, Any]], family: str, label: str) -> list[dict[str, Any]]:
+    """`items` when each can be sent back as the API wants it; else `model.bad_response` (a thinking block
+    without its signature would make the next request fail; better to say so now, with the reason)."""
+    from tooldeck.agent import errors
+    from tooldeck.agent.errors import ModelError
+    from tooldeck.protocols.items import item_problem
+
+    for item in items:
+        problem = item_problem(item, family)
+        if problem:
+            raise ModelError(errors.BAD_RESPONSE, f"{label} sent a {item.get('type', 'part')} item that cannot be "
+                             f"sent back: {problem}; run again")
+    return items
+
+
 def usage_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
