@@ -16,7 +16,7 @@ from tests.agent.mock_provider import MockProvider, Reply, Request
 from tests.conftest import MakeRuntime
 from tooldeck.agent.events import AgentEvent
 from tooldeck.agent.loop import Agent
-from tooldeck.agent.types import ModelConfig, Usage
+from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, Usage
 from tooldeck.protocols import validate
 from tooldeck.records.replay import replay
 from tooldeck.records.store import SqliteRecorder
@@ -91,7 +91,7 @@ async def test_parallel_calls_then_an_answer(rt: tooldeck.Runtime, mock_provider
 
 
 async def test_the_run_is_recorded_and_replays(rt: tooldeck.Runtime, mock_provider: MockProvider) -> None:
-    mock_provider.script(chat.stream(calls=[("c1", "add", '{"a": 2, "b": 3}')]), chat.stream("5"))
+    mock_provider.script(chat.stream("Adding.", calls=[("c1", "add", '{"a": 2, "b": 3}')]), chat.stream("5"))
     result = await rt.agent(model(mock_provider)).run("2+3?")
     recorded = agent_events(rt, result.run_id)
     assert [e["type"] for e in recorded] == ["run_started", "model_turn", "model_turn", "run_finished"]
@@ -104,7 +104,10 @@ async def test_the_run_is_recorded_and_replays(rt: tooldeck.Runtime, mock_provid
     assert listed == set(result.invocation_ids)
     history = replay(store, result.invocation_ids[0], "openai")
     assert validate(history, "openai") == []
-    assert history[1] == {"role": "tool", "tool_call_id": "c1", "content": "5"}
+    assert history == [  # the assistant text came back as the turn's provider item
+        {"role": "assistant", "content": [{"type": "text", "text": "Adding."}], "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":2,"b":3}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "5"}]
     raw = Path(rt.home, "records.sqlite").read_bytes()
     assert KEY.encode() not in raw
 
@@ -265,3 +268,83 @@ async def test_agent_closes_its_client_unless_entered(rt: tooldeck.Runtime, mock
         assert agent.client is client
     assert first.run_id != second.run_id and first.text == "a" and second.text == "b"
     assert mock_provider.requests[1].json["messages"] == [{"role": "user", "content": "two"}]
+
+
+async def test_cancelling_during_a_tool_stops_the_tool(rt: tooldeck.Runtime, mock_provider: MockProvider) -> None:
+    state: dict[str, Any] = {"started": False, "ticks": 0, "cancelled": False}
+
+    @rt.tool(extension_id="slow", name="slow")
+    async def slow() -> str:
+        """Work for a long time."""
+        state["started"] = True
+        try:
+            while True:
+                state["ticks"] += 1
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            state["cancelled"] = True
+            raise
+
+    mock_provider.script(chat.stream(calls=[("s1", "slow", "{}")]))
+    agent = rt.agent(model(mock_provider))
+    task = asyncio.ensure_future(agent.run("work"))
+    await mock_provider.await_for(lambda: state["started"])
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert state["cancelled"]
+    ticks = state["ticks"]
+    await asyncio.sleep(0.1)
+    assert state["ticks"] == ticks  # the tool really stopped
+    assert agent.result is not None and agent.result.status == "cancelled"
+    history = rt.recorder.history(agent.result.invocation_ids[0])
+    assert [(c.call_id, c.status) for c in history.calls] == [("s1", "outcome_unknown")]
+    assert len(mock_provider.requests) == 1  # no model turn after the cancel
+
+
+class ScriptedClient:
+    """A `ModelClient` without HTTP that answers from a list of turns (the loop's own logic, any format)."""
+
+    format = "openai_responses"
+
+    def __init__(self, turns: list[ModelTurn]) -> None:
+        self.config = ModelConfig("scripted", "openai_responses", "scripted")
+        self.turns = turns
+        self.requests: list[ModelRequest] = []
+        self.closed = False
+
+    async def complete(self, request: ModelRequest, on_event: Any = None) -> ModelTurn:
+        self.requests.append(ModelRequest(list(request.messages), request.tools, request.instructions))
+        return self.turns.pop(0)
+
+    def user_message(self, text: str) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": text}]
+
+    def assistant_message(self, turn: ModelTurn) -> list[dict[str, Any]]:
+        return [*turn.provider_items, *({"type": "function_call", "call_id": c["id"], "name": c["name"],
+                                         "arguments": c["arguments"], **c.get("provider_data", {})}
+                                        for c in turn.calls)]
+
+    def tool_results(self, turn: ModelTurn, results: Any, notes: Any = ()) -> list[dict[str, Any]]:
+        return [{"type": "function_call_output", "call_id": r.call_id, "output": r.model_text()} for r in results]
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_provider_items_and_data_are_recorded_and_replayed(rt: tooldeck.Runtime) -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"}
+    client = ScriptedClient([
+        ModelTurn("", [{"id": "call_1", "name": "add", "arguments": '{"a": 1, "b": 2}',
+                        "provider_data": {"id": "fc_1"}}], [reasoning], stop_reason="tool_calls"),
+        ModelTurn("3", [], [], stop_reason="end_turn")])
+    result = await rt.agent(client).run("1+2")
+    assert result.ok and result.text == "3"
+    assert not client.closed  # the host's own client stays open: the host closes it
+    assert client.requests[1].messages[1:3] == [reasoning, {"type": "function_call", "call_id": "call_1",
+                                                            "name": "add", "arguments": '{"a": 1, "b": 2}',
+                                                            "id": "fc_1"}]
+    history = replay(rt.recorder, result.invocation_ids[0], "openai_responses")
+    assert history[:2] == [reasoning, {"type": "function_call", "call_id": "call_1", "name": "add",
+                                       "arguments": '{"a":1,"b":2}', "id": "fc_1"}]
+    assert validate(history, "openai_responses") == []

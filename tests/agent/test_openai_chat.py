@@ -48,6 +48,7 @@ async def test_stream_request_shape(mock_provider: MockProvider) -> None:
                         "tools": list(TOOLS), "max_completion_tokens": 50, "stream": True,
                         "stream_options": {"include_usage": True}}
     assert turn.text == "Hello there" and turn.calls == [] and turn.stop_reason == "end_turn"
+    assert turn.provider_items == [{"type": "text", "text": "Hello there"}]
     assert turn.usage == Usage(100, 7, 64)
     assert "".join(e.text for e in events if e.kind == "text") == "Hello there"
     assert len([e for e in events if e.kind == "text"]) == 4
@@ -109,6 +110,7 @@ async def test_non_streaming(mock_provider: MockProvider) -> None:
     assert "stream" not in body and "stream_options" not in body
     assert body["tool_choice"] == {"type": "function", "function": {"name": "dice_roll"}}
     assert turn.text == "ok" and turn.calls[0]["arguments"] == '{"formula":"d6"}'
+    assert turn.provider_items == [{"type": "text", "text": "ok"}]  # recorded with the turn, for replay
     assert turn.usage == Usage(20, 3, 16) and events == []
 
 

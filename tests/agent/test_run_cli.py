@@ -150,3 +150,15 @@ def test_sigint_cancels_the_run_and_the_request(tmp_path: Path, mock_provider: M
         assert store.run_events(run_dir.name, "agent")[-1]["status"] == "cancelled"
     finally:
         store.close()
+
+
+def test_call_and_run_help_load_neither_the_agent_nor_httpx(tmp_path: Path) -> None:
+    from tests.cli.support import run_cli
+
+    home = str(tmp_path / "home")
+    called = run_cli(tmp_path, "call", "dice_roll", '{"formula": "d6"}', "--home", home)
+    assert called.returncode == 0, called.stderr
+    assert not called.loaded("tooldeck.agent") and not called.loaded("httpx")
+    helped = run_cli(tmp_path, "run", "--help")
+    assert helped.returncode == 0 and "--base-url" in helped.stdout
+    assert not helped.loaded("tooldeck.agent") and not helped.loaded("httpx") and not helped.loaded("rich")

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import time
 from contextlib import aclosing
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.agent.mock_provider import MockProvider, Reply
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.transport import Transport, retry_after
+from tooldeck.agent.transport import Transport, error_detail, retry_after
 from tooldeck.agent.types import ModelConfig
 
 OK = {"ok": True}
@@ -168,3 +171,18 @@ async def test_stream_retries_an_error_status_before_the_first_event(mock_provid
     assert data == ['{"n":1}', '{"n":2}']
     assert [r.json for r in mock_provider.requests] == [{"q": 1}, {"q": 1}]
     assert mock_provider.requests[1].headers["accept"] == "text/event-stream"
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["retry-after", "retry-after-ms", "x"]),
+                       st.text(max_size=40) | st.floats(allow_nan=True).map(str) | st.integers().map(str)))
+def test_retry_after_never_raises_and_is_never_negative(headers: dict[str, str]) -> None:
+    value = retry_after(headers, now=1e9)
+    assert value is None or value >= 0
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.binary(max_size=300) | st.builds(lambda m: json.dumps({"error": {"message": m}}).encode(), st.text()))
+def test_error_detail_of_any_body(body: bytes) -> None:
+    detail = error_detail(body)
+    assert isinstance(detail, str) and len(detail) <= 500

@@ -74,9 +74,11 @@ class Agent:
         if isinstance(model, ModelConfig):
             self.config = model
             self._client: ModelClient | None = None
-        else:
+            self._owns_client = True
+        else:  # the host's own client: the host closes it
             self.config = model.config
             self._client = model
+            self._owns_client = False
         self.instructions = instructions
         self.max_turns = max_turns or self.config.max_turns or DEFAULT_MAX_TURNS
         self.max_tokens = max_tokens or self.config.max_tokens_per_run
@@ -113,7 +115,7 @@ class Agent:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        if self._client is not None and self._owns_client:
             client, self._client = self._client, None
             await client.aclose()
 
@@ -254,6 +256,8 @@ class _Run:
                 self._event("tool_call", turn=n, call_id=c.get("id"), name=c.get("name"),
                             arguments=c.get("arguments"))
         choice = self.agent.tool_choice
+        # the turn's provider items (reasoning, thinking, text parts) and each call's provider_data are
+        # recorded with the turn, so replay sends them back (protocols/items.py)
         results = await inv.arun(turn.calls, choice, provider_items=turn.provider_items or None)
         if self.emit is not None:
             for r in results:

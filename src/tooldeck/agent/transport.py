@@ -27,7 +27,7 @@ import orjson
 
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.sse import SSEEvent, iter_sse
+from tooldeck.agent.sse import SSEEvent, SSEParser, iter_sse
 from tooldeck.agent.types import ModelConfig
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -232,3 +232,7 @@ class Transport:
 
 def join_url(base: str, path: str) -> str:
     return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+__all__ = ["RETRY_STATUSES", "SSEEvent", "SSEParser", "Transport", "classify", "iter_sse", "join_url", "retry_after",
+           "status_error"]

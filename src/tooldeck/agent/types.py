@@ -66,7 +66,9 @@ class ModelTurn:
     calls: list[dict[str, Any]] = field(default_factory=list)
     """Runtime call dicts `{"id", "name", "arguments"?, "provider_data"?}` in the order the model sent them."""
     provider_items: list[dict[str, Any]] = field(default_factory=list)
-    """Provider-native items that must be sent back with this turn (reasoning, thinking blocks)."""
+    """Provider-native items that must be sent back with this turn (reasoning, thinking blocks), and the
+    turn's text parts where the format keeps them (Chat `text` parts): the loop records them with the
+    turn (`Invocation.arun(provider_items=…)`) so replay sends them back (`protocols/items.py`)."""
     usage: Usage = field(default_factory=Usage)
     stop_reason: StopReason = "end_turn"
     raw: Any = None

@@ -190,9 +190,11 @@ def run_cmd(
             usage_errors(exc)
         view = _view(as_json)
         agent.on_event = view
-        result, signal_name = _drive(runtime, agent, task)
-        if isinstance(view, LiveView):
-            view.stop()
+        try:
+            result, signal_name = _drive(runtime, agent, task)
+        finally:
+            if isinstance(view, LiveView):
+                view.stop()  # also when a host fault propagates: the terminal gets its cursor back
     finally:
         runtime.close()
     if signal_name is not None:

@@ -21,6 +21,7 @@ from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.results import AgentToolResult
+from tooldeck.protocols import openai_chat as chat_protocol
 from tooldeck.protocols import runtime_calls
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -91,6 +92,67 @@ class _Calls:
         return [self.calls[i] for i in sorted(self.calls)]
 
 
+def decode_calls(message: Mapping[str, Any], model: str) -> list[dict[str, Any]]:
+    """The runtime calls of an (assembled) assistant message, through `protocols.openai_chat`."""
+    try:
+        return runtime_calls(message, "openai")
+    except TooldeckError as exc:
+        raise ModelError(exc.code, f"model {model!r}: {exc.message}") from None
+
+
+def stop_reason(reason: Any) -> StopReason:
+    return STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
+
+
+class ChatStream:
+    """The chunks of one streamed answer → its `ModelTurn` (pure: `feed` each decoded chunk, then `turn`)."""
+
+    def __init__(self, model: str, on_event: OnEvent | None = None) -> None:
+        self.model = model
+        self.on_event = on_event
+        self.text: list[str] = []
+        self.calls = _Calls(on_event)
+        self.usage: Usage | None = None
+        self.finish: Any = None
+        self.chunks: list[Any] = []
+
+    def feed(self, chunk: Any) -> None:
+        self.chunks.append(chunk)
+        if not isinstance(chunk, Mapping):
+            return
+        if isinstance(chunk.get("error"), Mapping):  # an error sent inside a 200 stream
+            raise ModelError(errors.HTTP_ERROR, f"model {self.model!r} sent an error in its stream: "
+                             f"{chunk['error'].get('message', chunk['error'])}")
+        self.usage = usage_of(chunk.get("usage")) or self.usage
+        on_event = self.on_event
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") if isinstance(choice.get("delta"), Mapping) else {}
+            piece = _text(delta.get("content")) or _text(delta.get("refusal"))
+            if piece:
+                self.text.append(piece)
+                if on_event is not None:
+                    on_event(StreamEvent("text", piece))
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if on_event is not None and isinstance(reasoning, str) and reasoning:
+                on_event(StreamEvent("reasoning", reasoning))
+            for tc in delta.get("tool_calls") or ():
+                if isinstance(tc, Mapping):
+                    self.calls.add(tc)
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+
+    def turn(self) -> ModelTurn:
+        if self.finish is None:
+            raise ModelError(errors.BAD_RESPONSE, f"model {self.model!r}: the stream ended without a "
+                             f"finish_reason after {len(self.chunks)} chunk(s); run again")
+        text = "".join(self.text)
+        return ModelTurn(text, decode_calls({"tool_calls": self.calls.message()}, self.model),
+                         chat_protocol.items({"content": text}), self.usage or Usage(), stop_reason(self.finish),
+                         self.chunks)
+
+
 class OpenAIChatClient:
     """A `ModelClient` for `/chat/completions`."""
 
@@ -144,57 +206,16 @@ class OpenAIChatClient:
         choice = choices[0]
         message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
         text = _text(message.get("content")) or _text(message.get("refusal"))
-        return ModelTurn(text, self._calls({"tool_calls": message.get("tool_calls") or []}), [],
-                         usage_of(data.get("usage")) or Usage(), self._stop(choice.get("finish_reason")), data)
+        return ModelTurn(text, decode_calls({"tool_calls": message.get("tool_calls") or []}, self.config.name),
+                         chat_protocol.items(message), usage_of(data.get("usage")) or Usage(),
+                         stop_reason(choice.get("finish_reason")), data)
 
     async def _stream(self, body: dict[str, Any], on_event: OnEvent | None) -> ModelTurn:
-        text: list[str] = []
-        calls = _Calls(on_event)
-        usage: Usage | None = None
-        finish: Any = None
-        chunks: list[Any] = []
+        stream = ChatStream(self.config.name, on_event)
         async with aclosing(self.transport.stream_sse(self.url, body)) as events:
             async for event in events:
-                chunk = load_json(event.data, f"model {self.config.name!r}")
-                chunks.append(chunk)
-                if not isinstance(chunk, Mapping):
-                    continue
-                if isinstance(chunk.get("error"), Mapping):  # an error sent inside a 200 stream
-                    raise ModelError(errors.HTTP_ERROR, f"model {self.config.name!r} sent an error in its stream: "
-                                     f"{chunk['error'].get('message', chunk['error'])}")
-                usage = usage_of(chunk.get("usage")) or usage
-                for choice in chunk.get("choices") or ():
-                    if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
-                        continue
-                    delta = choice.get("delta") if isinstance(choice.get("delta"), Mapping) else {}
-                    piece = _text(delta.get("content")) or _text(delta.get("refusal"))
-                    if piece:
-                        text.append(piece)
-                        if on_event is not None:
-                            on_event(StreamEvent("text", piece))
-                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                    if on_event is not None and isinstance(reasoning, str) and reasoning:
-                        on_event(StreamEvent("reasoning", reasoning))
-                    for tc in delta.get("tool_calls") or ():
-                        if isinstance(tc, Mapping):
-                            calls.add(tc)
-                    if choice.get("finish_reason"):
-                        finish = choice["finish_reason"]
-        if finish is None:
-            raise ModelError(errors.BAD_RESPONSE, f"model {self.config.name!r}: the stream ended without a "
-                             f"finish_reason after {len(chunks)} chunk(s); run again")
-        return ModelTurn("".join(text), self._calls({"tool_calls": calls.message()}), [], usage or Usage(),
-                         self._stop(finish), chunks)
-
-    def _calls(self, message: Mapping[str, Any]) -> list[dict[str, Any]]:
-        try:
-            return runtime_calls(message, "openai")
-        except TooldeckError as exc:
-            raise ModelError(exc.code, f"model {self.config.name!r}: {exc.message}") from None
-
-    @staticmethod
-    def _stop(reason: Any) -> StopReason:
-        return STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
+                stream.feed(load_json(event.data, f"model {self.config.name!r}"))
+        return stream.turn()
 
     # -- the conversation --------------------------------------------------------------------------
     def user_message(self, text: str) -> list[dict[str, Any]]:
