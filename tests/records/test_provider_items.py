@@ -327,3 +327,15 @@ def test_a_v5_store_migrates_and_keeps_reading_its_turns(tmp_path: Path) -> None
         rows = conn.execute("SELECT round, idx, tool_id, status, provider FROM calls_view ORDER BY round, idx")
         assert rows.fetchall() == [(1, 0, "extension/test:echo", "completed", None),
                                    (1, 1, None, "failed", None), (2, 0, None, "requested", '{"items":[{"text":"x"}]}')]
+
+
+def test_a_turn_refused_for_a_missing_id_keeps_its_items(rt: Runtime) -> None:
+    inv = rt.invocation("anthropic")
+    with pytest.raises(TooldeckError) as err:
+        inv.run([{"id": "toolu_1", "name": "echo", "arguments": {}}, {"name": "echo", "arguments": {}}],
+                provider_items=[THINKING])
+    assert err.value.code == "model.invalid_tool_call"
+    calls = rt.recorder.history(inv.id).calls
+    assert [c.status for c in calls] == ["failed", "failed"] and calls[0].provider_items == [THINKING]
+    messages = replay(rt.recorder, inv.id, "anthropic")
+    assert messages[0]["content"][0] == THINKING and validate(messages, "anthropic") == []
