@@ -28,7 +28,7 @@ from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
 from tooldeck.dispatch import Confirm, begin_one, not_started, run_batch
 from tooldeck.gate import Admitted, Gate, Refused, ToolChoice
 from tooldeck.projection import Projector
-from tooldeck.records.calls import record_unpaired_turn, requested, unprojected
+from tooldeck.records.calls import provider_slots, record_unpaired_turn, requested, unprojected
 from tooldeck.records.writer import TurnWriter
 from tooldeck.snapshot import deferred
 from tooldeck.snapshot.search import DeferredCatalog
@@ -96,25 +96,34 @@ class Invocation:
         return self.runtime.snapshots.deferred_catalog(self.snapshot)
 
     # -- running a turn ---------------------------------------------------------------------------
-    def run(self, calls: Turn, tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
+    def run(self, calls: Turn, tool_choice: ToolChoice = "auto", *,
+            provider_items: list[Mapping[str, Any]] | None = None) -> list[AgentToolResult]:
         """Sync facade over `arun`; not for use inside a running event loop."""
-        return self.run_sync(calls, tool_choice)
+        return self.run_sync(calls, tool_choice, provider_items=provider_items)
 
-    def run_sync(self, calls: Turn, tool_choice: ToolChoice = "auto") -> list[AgentToolResult]:
+    def run_sync(self, calls: Turn, tool_choice: ToolChoice = "auto", *,
+                 provider_items: list[Mapping[str, Any]] | None = None) -> list[AgentToolResult]:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return self.runtime.loop().run_until_complete(self.arun(calls, tool_choice))
+            return self.runtime.loop().run_until_complete(self.arun(calls, tool_choice, provider_items=provider_items))
         raise TooldeckError("invocation.sync_in_async", "Invocation.run() was called inside a running event loop; "
                             "use `await invocation.arun(calls)`")
 
-    def arun(self, calls: Turn, tool_choice: ToolChoice = "auto") -> Coroutine[Any, Any, list[AgentToolResult]]:
+    def arun(self, calls: Turn, tool_choice: ToolChoice = "auto", *,
+             provider_items: list[Mapping[str, Any]] | None = None) -> Coroutine[Any, Any, list[AgentToolResult]]:
         """Run one model turn's batch of calls (`await` it); results come back in call order.
+
+        `provider_items`: the provider-native items of the assistant turn that must travel back before
+        its calls (Responses reasoning items, Anthropic thinking blocks, text parts); a call may carry
+        `"provider_data"` (Gemini `thoughtSignature`). With records on both are checked, then recorded
+        with the turn verbatim, and replay sends them back (`protocols/items.py`); with records off
+        nothing keeps them and they are not looked at.
 
         It only picks the lane and returns its coroutine, so the fast lane costs no extra await."""
         if type(calls) is list and len(calls) == 1 and not self.runtime.recording:
             return self._one_call(calls[0], tool_choice)
-        return self._turn(calls, tool_choice)
+        return self._turn(calls, tool_choice, provider_items)
 
     async def _one_call(self, wire_call: Mapping[str, Any], tool_choice: ToolChoice) -> list[AgentToolResult]:
         """The fast lane, one call with records off: `_turn`'s steps without the per-turn lists."""
@@ -130,24 +139,27 @@ class Invocation:
         entry = chk.entry
         return [self.projector.project(call.id, entry.tool_id if entry is not None else None, round_no, out)]
 
-    async def _turn(self, calls: Turn, tool_choice: ToolChoice) -> list[AgentToolResult]:
+    async def _turn(self, calls: Turn, tool_choice: ToolChoice,
+                    provider_items: list[Mapping[str, Any]] | None = None) -> list[AgentToolResult]:
         """The general lane: any number of calls, records on or off."""
         from_wire = Call.from_wire
         wire: list[Call] = []
         if type(calls) is not list:
             calls = list(calls)
+        runtime = self.runtime
+        recording = runtime.recording
+        # What the turn keeps of the provider, checked before anything runs or is recorded.
+        slots = provider_slots(calls, provider_items, self.provider) if recording else None
         try:
             for c in calls:  # loops, not comprehensions: this is the hot path and a turn is often one call
                 wire.append(from_wire(c))
         except UnpairedCall:
-            if self.runtime.recording:
+            if recording:
                 self.round += 1
-                record_unpaired_turn(self.runtime.recorder, self.id, self.round, calls)
+                record_unpaired_turn(runtime.recorder, self.id, self.round, calls, slots)
             raise
         self.round += 1
         round_no = self.round
-        runtime = self.runtime
-        recording = runtime.recording
         check = self.gate.check
         checks: list[Admitted | Refused] = []
         try:
@@ -155,7 +167,7 @@ class Invocation:
                 checks.append(check(c.id, c.name, c.arguments, tool_choice))
         except BaseException:
             if recording:  # nothing a model sent is lost, even when the gate itself fails
-                runtime.recorder.calls_requested(self.id, round_no, requested(wire), time.time())
+                runtime.recorder.calls_requested(self.id, round_no, requested(wire, slots), time.time())
             raise
         n = len(wire)
         turn = TurnState(wire, round_no, [UNFINISHED] * n, [None] * n if recording else None)
@@ -163,7 +175,7 @@ class Invocation:
         if recording:
             # One transaction before any tool runs: the raw wire arguments verbatim, which calls start, and
             # the gate's refusals with their results. Then the results, as they arrive (records/writer.py).
-            records = TurnWriter.admit(runtime.recorder, self.id, turn, checks, requested(wire),
+            records = TurnWriter.admit(runtime.recorder, self.id, turn, checks, requested(wire, slots),
                                        self.projector.project)
         outputs = turn.outputs
         try:

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooldeck.builtins import default_builtins, meta
 from tooldeck.builtins.registry import BuiltinTool, builtin_source
@@ -33,6 +33,9 @@ from tooldeck.snapshot.builder import Snapshots
 from tooldeck.snapshot.snapshot import Snapshot
 from tooldeck.sources.extensions import ExtensionRegistry
 from tooldeck.wire import Call
+
+if TYPE_CHECKING:
+    from tooldeck.agent.loop import Agent
 
 PROFILE_FILES = ("profile.toml", "profile.json")
 
@@ -173,6 +176,25 @@ class Runtime:
             self.recorder.invocation_started(InvocationInfo(run.run_id, inv.id, snapshot.provider, scene, headless,
                                                             snapshot.id, self.snapshots.json(snapshot), time.time()))
         return inv
+
+    def agent(self, model: Any = None, *, provider: str | None = None, base_url: str | None = None,
+              instructions: str | None = None, **options: Any) -> Agent:
+        """An `agent.loop.Agent` driving this runtime's tools with a model (docs/agent.md): `model` is a
+        `[models]` name of `<home>/tooldeck.toml`, a provider's model id (with `provider`), a `ModelConfig`
+        or a `ModelClient`; None takes the configured default. `await rt.agent(...).run("task")`."""
+        from tooldeck.agent.loop import Agent
+        from tooldeck.agent.models import resolve_model  # imported here: `import tooldeck` loads no httpx
+        from tooldeck.agent.types import ModelConfig
+
+        if model is None or isinstance(model, str):
+            model = resolve_model(self.home, model, provider=provider, base_url=base_url)
+        elif provider is not None or base_url is not None:
+            raise TooldeckError("model.config_invalid", "provider and base_url go with a model name, not with a "
+                                f"{type(model).__name__}")
+        if not isinstance(model, ModelConfig) and not hasattr(model, "complete"):
+            raise TooldeckError("model.config_invalid", f"model must be a name, a ModelConfig or a ModelClient, "
+                                f"not {type(model).__name__}")
+        return Agent(self, model, instructions=instructions, **options)
 
     def loop(self) -> asyncio.AbstractEventLoop:
         """The private event loop behind the sync facade."""

@@ -128,7 +128,7 @@ def test_a_v2_store_migrates_without_losing_anything(tmp_path: Path) -> None:
     finally:
         store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"turns", "results", "mcp_registrations"} <= tables and not {"calls", "results_v2"} & tables
         assert conn.execute("SELECT registration_id FROM mcp_registrations").fetchall() == [("time-1",)]

@@ -32,6 +32,7 @@ COMMANDS = {
     "records": ("records_cmd", "records_app"),
     "replay": ("records_cmd", "replay_app"),
     "mcp": ("mcp_cmd", "mcp_app"),
+    "run": ("run_cmd", "run_app"),
 }
 
 

@@ -50,6 +50,12 @@ def decode_calls(response: Any, provider: str, *, id_seed: str = "") -> list[Dec
     return FORMATS[fmt].decode(response)
 
 
+def decode_items(response: Any, provider: str) -> list[dict[str, Any]]:
+    """The provider items of a response that must travel back with its calls (reasoning items,
+    thinking blocks, text parts; see `protocols/items.py`), verbatim and in order."""
+    return FORMATS[format_name(provider)].items(response)
+
+
 def runtime_calls(response: Any, provider: str, *, id_seed: str = "") -> list[dict[str, Any]]:
     """`decode_calls` as the `{"id", "name", "arguments"}` dicts `Invocation.run` takes."""
     return [c.to_call() for c in decode_calls(response, provider, id_seed=id_seed)]
@@ -65,5 +71,5 @@ def validate(messages: Sequence[Mapping[str, Any]], provider: str) -> list[Viola
     return out
 
 
-__all__ = ["FORMATS", "DecodedCall", "ReplayCall", "ReplayTurn", "Violation", "decode_calls", "format_name",
-           "render", "runtime_calls", "validate"]
+__all__ = ["FORMATS", "DecodedCall", "ReplayCall", "ReplayTurn", "Violation", "decode_calls", "decode_items",
+           "format_name", "render", "runtime_calls", "validate"]

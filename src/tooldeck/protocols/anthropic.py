@@ -1,5 +1,9 @@
 """Anthropic Messages: `tool_use` blocks (input as an object) in an assistant message, answered by
-`tool_result` blocks at the start of the very next user message; errors carry `is_error`."""
+`tool_result` blocks at the start of the very next user message; errors carry `is_error`.
+
+Provider items of a turn are its other assistant content blocks: `thinking` (with the `signature`
+that must come back unchanged), `redacted_thinking` (with its `data`) and `text`. They go first in
+the assistant content, before the `tool_use` blocks, in the order the model sent them."""
 
 from __future__ import annotations
 
@@ -11,12 +15,49 @@ from tooldeck.naming import RULES
 from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation, clean_name, decoded, require_id
 from tooldeck.protocols.ids import id_problem
 
+FAMILY = "anthropic"
+ITEM_KINDS = frozenset({"thinking", "redacted_thinking", "text"})
+"""The assistant content blocks replay sends back before the tool_use blocks."""
+THINKING_KINDS = ("thinking", "redacted_thinking")
+
+
+def item_problem(item: Mapping[str, Any]) -> str | None:
+    """Why an assistant content block cannot be sent back as it is, or None."""
+    kind = item.get("type")
+    if kind == "thinking":
+        if not isinstance(item.get("thinking"), str):
+            return "a thinking block needs its `thinking` text (a string)"
+        signature = item.get("signature")
+        if not isinstance(signature, str) or not signature:
+            return ("a thinking block must keep its `signature` (the non-empty string the API sent with it); "
+                    "send it back unchanged")
+    elif kind == "redacted_thinking":
+        data = item.get("data")
+        if not isinstance(data, str) or not data:
+            return "a redacted_thinking block must keep its `data` (the non-empty string the API sent); send it back"
+    elif kind == "text" and not isinstance(item.get("text"), str):
+        return "a text block needs its `text` (a string)"
+    elif kind in ("tool_use", "tool_result"):
+        return f"a {kind} block is not a provider item: pass tool calls as calls"
+    return None
+
+
+def items(response: Any) -> list[dict[str, Any]]:
+    """The provider items of a Messages response (or of its content list): thinking, redacted_thinking
+    and text blocks, verbatim, in order."""
+    blocks = response.get("content") if isinstance(response, Mapping) else response
+    return [dict(b) for b in (blocks if isinstance(blocks, list) else [])
+            if isinstance(b, Mapping) and b.get("type") in ITEM_KINDS]
+
 
 def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     for turn in turns:
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in turn.calls]})
+        content: list[dict[str, Any]] = []
+        if turn.items and turn.source == FAMILY:
+            content.extend(dict(i) for i in turn.items if i.get("type") in ITEM_KINDS)
+        content.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in turn.calls)
+        messages.append({"role": "assistant", "content": content})
         results: list[dict[str, Any]] = []
         for c in turn.calls:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": c.id}
@@ -87,8 +128,20 @@ def validate(messages: Sequence[Mapping[str, Any]]) -> list[Violation]:
             pending = []
         if role != "assistant":
             continue
+        other = False
         for b_i, b in enumerate(blocks):
-            if b.get("type") != "tool_use":
+            kind = b.get("type")
+            if kind in ITEM_KINDS:
+                problem = item_problem(b)
+                if problem:
+                    out.append(Violation("thinking_invalid" if kind in THINKING_KINDS else "content_invalid",
+                                         f"{path}.content[{b_i}]", problem))
+                if kind in THINKING_KINDS and other:
+                    out.append(Violation("thinking_not_first", f"{path}.content[{b_i}]", "thinking blocks must "
+                                         "come first in the assistant message, before its text and tool_use blocks"))
+            if kind not in THINKING_KINDS:
+                other = True
+            if kind != "tool_use":
                 continue
             b_path = f"{path}.content[{b_i}]"
             call_id, name = b.get("id"), b.get("name")

@@ -1,5 +1,11 @@
 """Provider-neutral shapes shared by the wire modules: one model turn of tool calls with their
-results (what replay renders), a decoded call (what decoding produces), and a rule violation."""
+results (what replay renders), a decoded call (what decoding produces), and a rule violation.
+
+A turn may carry provider items (`ReplayTurn.items`: reasoning items, thinking blocks, text parts
+that must travel back before its calls) and a call its provider data (`ReplayCall.provider_data`:
+e.g. Gemini's `thoughtSignature`). Both are provider-native and belong to one provider family
+(`ReplayTurn.source`, e.g. "anthropic"); a format renders them only for its own family and drops
+them otherwise (`protocols/items.py`)."""
 
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ class ReplayCall:
     arguments: dict[str, Any]
     content: str
     is_error: bool = False
+    provider_data: dict[str, Any] | None = None
+    """Provider-native keys that go beside the call in its wire object (of the turn's `source` family)."""
 
     def arguments_json(self) -> str:
         """The arguments as a JSON text, exact (integers beyond 64 bits included)."""
@@ -40,6 +48,10 @@ class ReplayTurn:
     """One assistant turn: its tool calls in the order the model sent them, each with its result."""
 
     calls: tuple[ReplayCall, ...]
+    items: tuple[dict[str, Any], ...] = ()
+    """Provider-native items of the assistant turn, in the order the model sent them, before its calls."""
+    source: str | None = None
+    """The provider family (`protocols.items.FAMILIES`) the items and the calls' provider data come from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +76,19 @@ class DecodedCall:
     raw: Any
     """The wire arguments exactly as received (a JSON string, an object, or MISSING)."""
     synthesized_id: bool = False
+    provider_data: dict[str, Any] | None = None
+    """Provider-native keys of the call that must travel back with it (Gemini `thoughtSignature`,
+    a Responses `function_call` item's own `id`), verbatim; None when there are none."""
 
     def to_call(self) -> dict[str, Any]:
-        """The runtime call `{"id", "name", "arguments"}`; `arguments` is the raw wire value, so the
-        records keep it verbatim and the gate decodes it through ToolArguments itself."""
+        """The runtime call `{"id", "name", "arguments"}` (and `"provider_data"` when there is some);
+        `arguments` is the raw wire value, so the records keep it verbatim and the gate decodes it
+        through ToolArguments itself."""
         call: dict[str, Any] = {"id": self.id, "name": self.name}
         if self.raw is not MISSING:
             call["arguments"] = self.raw
+        if self.provider_data:
+            call["provider_data"] = self.provider_data
         return call
 
 
@@ -93,5 +111,6 @@ def require_id(call_id: Any, where: str) -> str:
     return call_id
 
 
-def decoded(call_id: str, name: str, raw: Any, synthesized: bool = False) -> DecodedCall:
-    return DecodedCall(call_id, name, ToolArguments.decode(raw), raw, synthesized)
+def decoded(call_id: str, name: str, raw: Any, synthesized: bool = False,
+            provider_data: dict[str, Any] | None = None) -> DecodedCall:
+    return DecodedCall(call_id, name, ToolArguments.decode(raw), raw, synthesized, provider_data)

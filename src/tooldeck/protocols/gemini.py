@@ -3,6 +3,12 @@ user turn with exactly as many `functionResponse` parts, same names, same order.
 
 Gemini responses may carry no call ids; decoding synthesises deterministic ones (kept in the
 records and sent back on replay as `id`), never the function name.
+
+Thought signatures: a `functionCall` part may carry a `thoughtSignature` beside the call (in the
+same part, not inside `functionCall`); decoding keeps it as the call's provider data and replay
+puts it back in the same part (Gemini 3 rejects a history whose current turn drops it). Provider
+items of a turn are its other model parts (text, thought summaries, each with its own signature
+when it had one), sent back before the function calls in the order the model sent them.
 """
 
 from __future__ import annotations
@@ -16,15 +22,52 @@ import orjson
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.rawvalue import raw_form
 from tooldeck.naming import RULES
-from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation, clean_name, decoded
+from tooldeck.protocols.common import DecodedCall, ReplayCall, ReplayTurn, Violation, clean_name, decoded
 from tooldeck.protocols.ids import id_problem
+
+FAMILY = "gemini"
+CALL_KEYS = ("thoughtSignature",)
+"""The keys of a call's provider data that go in its part, beside `functionCall`."""
+_CALL_PARTS = ("functionCall", "functionResponse")
+
+
+def item_problem(part: Mapping[str, Any]) -> str | None:
+    """Why a model part cannot be sent back as it is, or None."""
+    for key in _CALL_PARTS:
+        if key in part:
+            return f"a {key} part is not a provider item: pass tool calls as calls"
+    signature = part.get("thoughtSignature", "")
+    if "thoughtSignature" in part and (not isinstance(signature, str) or not signature):
+        return "`thoughtSignature` must be the non-empty string the API sent; send it back unchanged"
+    return None
+
+
+def items(response: Any) -> list[dict[str, Any]]:
+    """The provider items of a generateContent response (first candidate), a content or parts: the
+    model parts that are not function calls (text, thoughts), verbatim, in order."""
+    return [dict(p) for p in _parts(response)
+            if isinstance(p, Mapping) and not any(key in p for key in _CALL_PARTS)]
+
+
+def _call_part(c: ReplayCall, own: bool) -> dict[str, Any]:
+    part: dict[str, Any] = {"functionCall": {"id": c.id, "name": c.name, "args": c.arguments}}
+    data = c.provider_data
+    if own and data:
+        for key in CALL_KEYS:
+            if key in data:
+                part[key] = data[key]
+    return part
 
 
 def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
     for turn in turns:
-        contents.append({"role": "model", "parts": [
-            {"functionCall": {"id": c.id, "name": c.name, "args": c.arguments}} for c in turn.calls]})
+        own = turn.source == FAMILY
+        parts: list[dict[str, Any]] = []
+        if own and turn.items:
+            parts.extend(dict(p) for p in turn.items if item_problem(p) is None)
+        parts.extend(_call_part(c, own) for c in turn.calls)
+        contents.append({"role": "model", "parts": parts})
         contents.append({"role": "user", "parts": [
             {"functionResponse": {"id": c.id, "name": c.name,
                                   "response": {"error": c.marked_text()} if c.is_error else {"output": c.content}}}
@@ -68,11 +111,13 @@ def decode(response: Any, id_seed: str = "") -> list[DecodedCall]:
         name = clean_name(fc.get("name"), where)
         raw = fc.get("args", MISSING)
         call_id = fc.get("id")
+        signature = part.get("thoughtSignature")
+        data = {"thoughtSignature": signature} if isinstance(signature, str) and signature else None
         if isinstance(call_id, str) and call_id.strip() and call_id != name:
-            out.append(decoded(call_id, name, raw))
+            out.append(decoded(call_id, name, raw, provider_data=data))
         else:
             out.append(decoded(synthesize_id(id_seed, len(out), name, None if raw is MISSING else raw), name, raw,
-                               synthesized=True))
+                               synthesized=True, provider_data=data))
     return out
 
 
@@ -84,6 +129,16 @@ def validate(contents: Sequence[Mapping[str, Any]]) -> list[Violation]:
     for c_i, content in enumerate(contents):
         path = f"contents[{c_i}]"
         parts = [p for p in content.get("parts") or [] if isinstance(p, Mapping)]
+        for p_i, part in enumerate(parts):
+            if "thoughtSignature" not in part:
+                continue
+            signature = part["thoughtSignature"]
+            if not isinstance(signature, str) or not signature:
+                out.append(Violation("thought_signature_invalid", f"{path}.parts[{p_i}].thoughtSignature",
+                                     "thoughtSignature must be the non-empty string the API sent"))
+            if content.get("role") != "model":
+                out.append(Violation("thought_signature_role", f"{path}.parts[{p_i}]",
+                                     "thought signatures belong to the model turn's parts they came with"))
         calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), Mapping)]
         responses = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), Mapping)]
         if pending:

@@ -9,9 +9,20 @@ from typing import Any
 from tooldeck.protocols import openai_chat
 from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation
 
+FAMILY = "mistral"
+ITEM_KINDS = openai_chat.ITEM_KINDS
+
+
+def item_problem(item: Mapping[str, Any]) -> str | None:
+    return openai_chat.item_problem(item)
+
+
+def items(response: Any) -> list[dict[str, Any]]:
+    return openai_chat.items(response)
+
 
 def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
-    return openai_chat.render(turns)
+    return openai_chat.render(turns, FAMILY)
 
 
 def decode(response: Any) -> list[DecodedCall]:

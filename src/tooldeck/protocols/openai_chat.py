@@ -1,5 +1,8 @@
 """OpenAI Chat Completions: assistant `tool_calls` (arguments as a JSON string) answered by
-`role: tool` messages, one per `tool_call_id`, right after the assistant message."""
+`role: tool` messages, one per `tool_call_id`, right after the assistant message.
+
+Provider items of a turn are the assistant's content parts (`text`, `refusal`) that came with the
+calls; replay sends them as the assistant message's `content` (else `content` is null)."""
 
 from __future__ import annotations
 
@@ -13,11 +16,42 @@ from tooldeck.naming import RULES
 from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation, clean_name, decoded, require_id
 from tooldeck.protocols.ids import id_problem
 
+FAMILY = "openai"
+ITEM_KINDS = frozenset({"text", "refusal"})
+"""The assistant content parts replay sends back with the turn's tool calls."""
 
-def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
+
+def item_problem(item: Mapping[str, Any]) -> str | None:
+    """Why an assistant content part cannot be sent back as it is, or None."""
+    kind = item.get("type")
+    if kind in ITEM_KINDS and not isinstance(item.get(kind), str):
+        return f"a {kind} part needs its `{kind}` (a string)"
+    return None
+
+
+def items(response: Any) -> list[dict[str, Any]]:
+    """The provider items of a Chat Completions response (or message): its text as a `text` part and
+    its refusal as a `refusal` part."""
+    message = _message(response)
+    out: list[dict[str, Any]] = []
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        out.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        out.extend(dict(p) for p in content if isinstance(p, Mapping) and p.get("type") in ITEM_KINDS)
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        out.append({"type": "refusal", "refusal": refusal})
+    return out
+
+
+def render(turns: Sequence[ReplayTurn], family: str = FAMILY) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     for turn in turns:
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
+        content = None
+        if turn.items and turn.source == family:
+            content = [dict(i) for i in turn.items if i.get("type") in ITEM_KINDS] or None
+        messages.append({"role": "assistant", "content": content, "tool_calls": [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}
             for c in turn.calls]})
         messages.extend({"role": "tool", "tool_call_id": c.id, "content": c.marked_text()} for c in turn.calls)

@@ -1,5 +1,12 @@
 """OpenAI Responses: `function_call` items (arguments as a JSON string) and one
-`function_call_output` item per `call_id`, after its call."""
+`function_call_output` item per `call_id`, after its call.
+
+Provider items of a turn are its other output items: `reasoning` items (with `encrypted_content`
+when the request asked for it, and `summary`) and assistant `message` items. Replay sends them in
+the order the model sent them, before the turn's `function_call` items; a `function_call` keeps its
+own item `id` (`fc_…`, the call's provider data), which the API pairs with the reasoning item
+before it. A reasoning item must be followed by the item it produced, never stand last or before a
+function_call_output."""
 
 from __future__ import annotations
 
@@ -8,16 +15,61 @@ from typing import Any
 
 from tooldeck.core.arguments import MISSING
 from tooldeck.naming import RULES
-from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation, clean_name, decoded, require_id
+from tooldeck.protocols.common import DecodedCall, ReplayCall, ReplayTurn, Violation, clean_name, decoded, require_id
 from tooldeck.protocols.ids import id_problem
 from tooldeck.protocols.openai_chat import _arguments_problem
+
+FAMILY = "openai"
+ITEM_KINDS = frozenset({"reasoning", "message"})
+"""The output items replay sends back before the turn's function_call items."""
+CALL_KEYS = ("id", "status")
+"""The keys of a call's provider data that go on its function_call item."""
+
+
+def item_problem(item: Mapping[str, Any]) -> str | None:
+    """Why an output item cannot be sent back as it is, or None."""
+    kind = item.get("type")
+    if kind == "reasoning":
+        if not isinstance(item.get("summary"), list):
+            return "a reasoning item needs its `summary` (a list, possibly empty) to be sent back"
+        encrypted = item.get("encrypted_content")
+        if encrypted is not None and not isinstance(encrypted, str):
+            return "a reasoning item's `encrypted_content` must be the string the API sent"
+        if encrypted is None and not isinstance(item.get("id"), str):
+            return ("a reasoning item needs its `encrypted_content` (ask for `include: "
+                    "[\"reasoning.encrypted_content\"]`) or its stored `id` to be sent back")
+    elif kind == "message" and item.get("role", "assistant") != "assistant":
+        return "a message item of a model turn has the role `assistant`"
+    elif kind in ("function_call", "function_call_output"):
+        return f"a {kind} item is not a provider item: pass tool calls as calls"
+    return None
+
+
+def items(response: Any) -> list[dict[str, Any]]:
+    """The provider items of a Responses response (`output`) or of an item list: reasoning and
+    assistant message items, verbatim, in order."""
+    output = response.get("output") if isinstance(response, Mapping) else response
+    return [dict(i) for i in (output if isinstance(output, list) else [])
+            if isinstance(i, Mapping) and i.get("type") in ITEM_KINDS]
+
+
+def _call(c: ReplayCall, own: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments_json()}
+    data = c.provider_data
+    if own and data:
+        for key in CALL_KEYS:
+            if key in data:
+                item[key] = data[key]
+    return item
 
 
 def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for turn in turns:
-        items.extend({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments_json()}
-                     for c in turn.calls)
+        own = turn.source == FAMILY
+        if own and turn.items:
+            items.extend(dict(i) for i in turn.items if i.get("type") in ITEM_KINDS)
+        items.extend(_call(c, own) for c in turn.calls)
         items.extend({"type": "function_call_output", "call_id": c.id, "output": c.marked_text()}
                      for c in turn.calls)
     return items
@@ -33,7 +85,9 @@ def decode(response: Any) -> list[DecodedCall]:
         where = f"output[{i}] (function_call)"
         call_id = require_id(item.get("call_id"), where)
         name = clean_name(item.get("name"), where)
-        out.append(decoded(call_id, name, item.get("arguments", MISSING)))
+        item_id = item.get("id")
+        out.append(decoded(call_id, name, item.get("arguments", MISSING),
+                           provider_data={"id": item_id} if isinstance(item_id, str) and item_id else None))
     return out
 
 
@@ -45,6 +99,14 @@ def validate(items: Sequence[Mapping[str, Any]]) -> list[Violation]:
     for i, item in enumerate(items):
         kind = item.get("type")
         path = f"input[{i}]"
+        if kind == "reasoning":
+            problem = item_problem(item)
+            if problem:
+                out.append(Violation("reasoning_invalid", path, problem))
+            if not _produced(items[i + 1] if i + 1 < len(items) else None):
+                out.append(Violation("reasoning_without_following_item", path, f"Item {item.get('id')!r} of type "
+                                     "'reasoning' was provided without its required following item (the "
+                                     "function_call or message the model produced after it)"))
         if kind == "function_call":
             call_id, name = item.get("call_id"), item.get("name")
             problem = id_problem(call_id, "openai_responses")
@@ -74,3 +136,14 @@ def validate(items: Sequence[Mapping[str, Any]]) -> list[Violation]:
             out.append(Violation("tool_call_unanswered", f"input[{i}]", f"No tool output found for function call "
                                  f"{call_id}"))
     return out
+
+
+def _produced(item: Mapping[str, Any] | None) -> bool:
+    """Whether `item` can follow a reasoning item: an output the model produced (a call of any kind
+    or an assistant message), not its result, not user input, not another reasoning item."""
+    if not isinstance(item, Mapping):
+        return False
+    kind = item.get("type")
+    if kind == "message" or (kind is None and "role" in item):
+        return item.get("role") == "assistant"
+    return isinstance(kind, str) and kind.endswith("_call")

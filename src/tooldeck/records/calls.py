@@ -1,6 +1,7 @@
 """A turn's wire calls as the records port takes them (`RequestedCall`, `FinishedCall`).
 
-- `requested`: each call with its raw wire arguments verbatim, in call order;
+- `requested`: each call with its raw wire arguments verbatim, in call order, and the provider slot
+  `provider_slots` made of the turn's provider items and each call's provider data;
 - `record_unpaired_turn`: a turn refused whole because a call has no id (`model.invalid_tool_call`):
   every call is recorded and closed as `failed`, nothing ran;
 - `unprojected`: the finished calls' results without projection, for a turn a fault closes when even
@@ -10,12 +11,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.catalog.sources import UNFINISHED, TurnState
 from tooldeck.core.errors import INVALID_TOOL_CALL
 from tooldeck.core.results import AgentToolResult, as_output
+from tooldeck.protocols.items import check_data, check_items
 from tooldeck.records.port import FinishedCall, Recorder, RequestedCall
 from tooldeck.wire import Call, has_id
 
@@ -23,17 +25,47 @@ if TYPE_CHECKING:
     from tooldeck.gate import Admitted, Refused
 
 
-def requested(wire: Sequence[Call]) -> list[RequestedCall]:
-    return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
+Slots = list[dict[str, Any] | None] | None
+"""Each call's provider slot (`records/turns.py`), or None for a turn without provider items or data."""
 
 
-def record_unpaired_turn(recorder: Recorder, invocation_id: str, round_no: int, calls: Iterable[Any]) -> None:
+def requested(wire: Sequence[Call], slots: Slots = None) -> list[RequestedCall]:
+    if slots is None:
+        return [RequestedCall(c.id, c.name, c.raw_text(), i) for i, c in enumerate(wire)]
+    return [RequestedCall(c.id, c.name, c.raw_text(), i, slots[i]) for i, c in enumerate(wire)]
+
+
+def provider_slots(calls: Sequence[Any], items: Any, family: str) -> Slots:
+    """What the turn keeps of the provider beside each call: the turn's provider items on its first call,
+    each call's `"provider_data"`; None when there is nothing. Checked before anything of the turn runs
+    or is recorded (`invocation.provider_items_invalid`, `invocation.provider_data_invalid`)."""
+    slots: Slots = None
+    if items is not None:
+        kept = check_items(items, family)
+        if kept and calls:
+            slots = [None] * len(calls)
+            slots[0] = {"items": kept}
+    for i, c in enumerate(calls):  # records on only, but every such turn: a dict needs no ABC check
+        data = c.get("provider_data") if type(c) is dict or isinstance(c, Mapping) else None
+        if data is None:
+            continue
+        if slots is None:
+            slots = [None] * len(calls)
+        slot = slots[i]
+        if slot is None:
+            slot = slots[i] = {}
+        slot["data"] = check_data(data, family, i)
+    return slots
+
+
+def record_unpaired_turn(recorder: Recorder, invocation_id: str, round_no: int, calls: Iterable[Any],
+                         slots: Slots = None) -> None:
     """A turn refused because a call has no id: every call is recorded (raw arguments verbatim) and
     closed as `failed` with `model.invalid_tool_call` before the error propagates; nothing ran."""
     calls = list(calls)
     wire = [Call.salvage(c) for c in calls]
     now = time.time()
-    recorder.calls_requested(invocation_id, round_no, requested(wire), now)
+    recorder.calls_requested(invocation_id, round_no, requested(wire, slots), now)
     recorder.calls_finished(invocation_id, round_no, _unpaired(wire, calls, now))
 
 

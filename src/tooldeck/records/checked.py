@@ -63,7 +63,7 @@ def start(conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[
     for k, entry in enumerate(entries):
         s = starting.get(entry[0])
         if s is not None and len(entry) < turns.STARTED_LEN and entry[0] not in done:
-            entries[k] = [*entry[:4], s.tool_id, s.arguments, at]
+            entries[k] = [*entry[:4], s.tool_id, s.arguments, at, *entry[4:5]]  # the provider slot stays last
             changed = True
     if changed:
         conn.execute("UPDATE turns SET calls = ? WHERE turn_id = ?", (turns.encode_calls(entries), turn_id))

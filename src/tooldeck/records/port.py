@@ -44,6 +44,10 @@ class RequestedCall:
     """The wire arguments verbatim (`core.rawvalue`): the string as sent, the compact JSON text of a host
     object, or a RawObject for a host object no JSON text holds; None if absent."""
     index: int
+    provider: dict[str, Any] | None = None
+    """What the turn keeps of the provider beside this call (`records/turns.py`), None when nothing:
+    `{"data": …}` the call's provider data, and on the turn's first call `{"items": […]}` the turn's
+    provider items (both verbatim JSON; see `protocols/items.py`)."""
 
 
 @dataclass(slots=True)

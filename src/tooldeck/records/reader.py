@@ -51,6 +51,11 @@ class CallRecord:
     finished_at: float | None
     owner: Owner | None
     result: ResultRecord | None = None
+    provider_data: dict[str, Any] | None = None
+    """The call's provider data as the model sent it (e.g. Gemini `{"thoughtSignature": …}`), or None."""
+    provider_items: list[dict[str, Any]] | None = None
+    """The provider items of the call's turn (reasoning items, thinking blocks …), on the call that
+    carries them (the turn's first), else None. `InvocationHistory.turn_items` finds them."""
 
     @property
     def is_open(self) -> bool:
@@ -78,6 +83,14 @@ class InvocationHistory:
     summary: InvocationSummary
     calls: list[CallRecord] = field(default_factory=list)
     """In (round, index) order: the order the model sent them, whatever the completion order."""
+
+    @staticmethod
+    def turn_items(calls: list[CallRecord]) -> list[dict[str, Any]]:
+        """The provider items of a round's calls (as `rounds` yields them); empty when it had none."""
+        for call in calls:
+            if call.provider_items:
+                return call.provider_items
+        return []
 
     def rounds(self) -> Iterator[tuple[int, list[CallRecord]]]:
         current: list[CallRecord] = []

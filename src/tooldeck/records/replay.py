@@ -11,7 +11,11 @@ result per call in that same order, whatever order they completed in. Rules:
   to the same tool ids), made valid and unique for the target provider; names the model invented
   are sanitised the same way;
 - call ids are kept where the provider accepts them, else rewritten deterministically
-  (`protocols.ids`), the same on the call and its result.
+  (`protocols.ids`), the same on the call and its result;
+- a turn's provider items (reasoning items, thinking blocks, text parts) and each call's provider
+  data (Gemini `thoughtSignature`, a Responses item id) come back verbatim where the target format
+  is of the family the invocation was made for (`protocols/items.py`): before the calls, in the
+  order the model sent them. On a replay to another family they are dropped.
 """
 
 from __future__ import annotations
@@ -56,9 +60,10 @@ class _Names:
 def replay_call(call: CallRecord, call_id: str, name: str) -> ReplayCall:
     arguments = ToolArguments.decode(MISSING if call.raw_arguments is None else call.raw_arguments)
     if call.result is not None:
-        return ReplayCall(call_id, name, arguments.to_replay_object(), call.result.content, call.result.is_error)
+        return ReplayCall(call_id, name, arguments.to_replay_object(), call.result.content, call.result.is_error,
+                          call.provider_data)
     _status, _code, text, _structured = interrupted_outcome(call.call_name, call.status, call.raw_arguments)
-    return ReplayCall(call_id, name, arguments.to_replay_object(), text, True)
+    return ReplayCall(call_id, name, arguments.to_replay_object(), text, True, call.provider_data)
 
 
 def replay_turns(history: InvocationHistory, provider: str, recorded: Snapshot | None = None,
@@ -67,13 +72,14 @@ def replay_turns(history: InvocationHistory, provider: str, recorded: Snapshot |
     fmt = format_name(provider)
     names = _Names(recorded, snapshot, NAME_PROTOCOL[fmt])
     ids = IdMap(fmt)
+    source = history.summary.provider
     turns: list[ReplayTurn] = []
     for _round, calls in history.rounds():
         replayed = []
         for call in calls:
             name = names(call.call_name)
             replayed.append(replay_call(call, ids.assign(call.call_id, name), name))
-        turns.append(ReplayTurn(tuple(replayed)))
+        turns.append(ReplayTurn(tuple(replayed), tuple(history.turn_items(calls)), source))
     return turns
 
 

@@ -67,8 +67,13 @@ def calls(row: tuple[Any, ...], batches: Sequence[tuple[float, str]]) -> list[Ca
             if r[5] is not None:
                 result = ResultRecord(text(r[5]), r[6], bool(r[7]), text(r[8]), r[9] or [], r[10], r[11] or [],
                                       recorded_at)
-        out.append(CallRecord(invocation_id, round_no, e[0], text(e[1]), text(e[2]), tool_id, text(e[3]),
-                              arguments, status, requested_at, started_at, finished_at, owner, result))
+        record = CallRecord(invocation_id, round_no, e[0], text(e[1]), text(e[2]), tool_id, text(e[3]), arguments,
+                            status, requested_at, started_at, finished_at, owner, result)
+        extra = turns.provider(e)
+        if type(extra) is dict:
+            record.provider_data = extra.get("data")
+            record.provider_items = extra.get("items")
+        out.append(record)
     return out
 
 

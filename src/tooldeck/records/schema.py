@@ -76,18 +76,25 @@ def _write_v3_turn(conn: sqlite3.Connection, rows: list[Any]) -> None:
                       sum(1 for r in results if r[1] == "outcome_unknown"), when, entries.encode_results(results)))
 
 
-def _calls_view(started_at: str) -> str:
+_V5_TOOL_ID = "json_extract(entry, '$[4]')"
+_STARTED_TOOL_ID = "CASE WHEN json_array_length(entry) >= 7 THEN json_extract(entry, '$[4]') END"
+"""A requested entry may end with the provider slot at $[4] (v6): only a started entry has a tool id there."""
+_PROVIDER = ("CASE json_array_length(entry) WHEN 5 THEN json_extract(entry, '$[4]') "
+             "WHEN 8 THEN json_extract(entry, '$[7]') END AS provider, ")
+
+
+def _calls_view(started_at: str, entry_tool_id: str = _V5_TOOL_ID, provider: str = "") -> str:
     """`calls_view`: one row per call (its first result joined), `started_at` being the given expression."""
     return f"""CREATE VIEW calls_view AS
         SELECT invocation_id, round, json_extract(entry, '$[0]') AS idx, json_extract(entry, '$[1]') AS call_id,
                json_extract(entry, '$[2]') AS call_name,
-               coalesce(json_extract(result, '$[2]'), json_extract(entry, '$[4]')) AS tool_id,
+               coalesce(json_extract(result, '$[2]'), {entry_tool_id}) AS tool_id,
                json_extract(entry, '$[3]') AS raw_arguments, json_extract(entry, '$[5]') AS arguments,
                coalesce(json_extract(result, '$[1]'),
                         CASE WHEN json_array_length(entry) >= 7 THEN 'started' ELSE 'requested' END) AS status,
                requested_at, {started_at} AS started_at,
                json_extract(result, '$[4]') AS finished_at, json_extract(result, '$[5]') AS content,
-               json_extract(result, '$[7]') AS is_error, json_extract(result, '$[8]') AS error_code
+               json_extract(result, '$[7]') AS is_error, {provider}json_extract(result, '$[8]') AS error_code
         FROM (SELECT t.invocation_id, t.round, t.requested_at, c.value AS entry,
                      (SELECT e.value FROM results r, json_each(r.results) e
                       WHERE r.result_id BETWEEN t.turn_id << {RESULT_BATCH_BITS}
@@ -222,6 +229,10 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # as the read API has it since results are written while a turn runs.
     ("DROP VIEW calls_view",
      _calls_view("coalesce(json_extract(result, '$[3]'), json_extract(entry, '$[6]'))")),
+    # 6: a call entry may end with a provider slot (provider items and data to send back on replay,
+    # records/turns.py): the view takes a tool id only from a started entry and shows the slot.
+    ("DROP VIEW calls_view",
+     _calls_view("coalesce(json_extract(result, '$[3]'), json_extract(entry, '$[6]'))", _STARTED_TOOL_ID, _PROVIDER)),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

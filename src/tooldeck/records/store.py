@@ -179,8 +179,11 @@ class SqliteRecorder:
             if index != i:
                 dense = 0
             s = admitted.get(index)
-            calls.append([index, c.call_id, c.name, c.raw_arguments] if s is None else
-                         [index, c.call_id, c.name, c.raw_arguments, s.tool_id, s.arguments, at])
+            entry = ([index, c.call_id, c.name, c.raw_arguments] if s is None else
+                     [index, c.call_id, c.name, c.raw_arguments, s.tool_id, s.arguments, at])
+            if c.provider is not None:  # provider items / data of the turn (records/turns.py)
+                entry.append(c.provider)
+            calls.append(entry)
         what = f"round {round} of {invocation_id}"
         if not dense and len({c[0] for c in calls}) != len(calls):
             raise rejected(what, "two calls have the same index")

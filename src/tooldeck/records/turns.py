@@ -8,6 +8,10 @@ Entries are JSON arrays, by position:
 
 - call, requested: `[index, call_id, call_name, raw_arguments]`
 - call, started:   `[index, call_id, call_name, raw_arguments, tool_id, arguments, started_at]`
+- either may end with one more slot, `provider` (so 5 or 8 long), when the model turn carried
+  provider-native data to send back: `{"data": <the call's provider data>}` and, on the turn's first
+  call, `{"items": [<the turn's provider items>]}` (`protocols/items.py`). A turn without any has
+  entries of 4 and 7 as before (schema v6 only changed the view to tell them apart).
 - result: `[index, status, tool_id, started_at, finished_at, content, structured, is_error, error_code,
   resource_refs, raw_result, effects]`; `content` is null only for a call migrated from a v2 store
   that had a final status but no results row (its `result` reads as None).
@@ -39,7 +43,21 @@ CALL_JSON = (5,)
 RESULT_TEXT = (1, 2, 5, 8)
 RESULT_JSON = (6, 9, 10, 11)
 STARTED_LEN = 7
-"""A call entry this long was admitted (`started`); a shorter one was only `requested`."""
+"""A call entry this long (or longer) was admitted (`started`); a shorter one was only `requested`."""
+REQUESTED_WITH_PROVIDER = 5
+STARTED_WITH_PROVIDER = 8
+
+
+def provider_slot(entry: list[Any]) -> int | None:
+    """Where a call entry keeps its provider slot (see the module doc), or None."""
+    n = len(entry)
+    return 4 if n == REQUESTED_WITH_PROVIDER else 7 if n == STARTED_WITH_PROVIDER else None
+
+
+def provider(entry: list[Any]) -> dict[str, Any] | None:
+    """The provider slot of a call entry (None when it has none)."""
+    slot = provider_slot(entry)
+    return entry[slot] if slot is not None else None
 
 
 def _exact(value: Any) -> Any:
@@ -78,15 +96,19 @@ def encode(entries: list[list[Any]], text_slots: tuple[int, ...], json_slots: tu
         return orjson.dumps(entries, default=_default, option=_OPTIONS).decode()
     except TypeError:  # orjson's JSONEncodeError included: only odd values get here, slot by slot
         pass
+    calls = text_slots is CALL_TEXT
     safe = []
     for entry in entries:
         entry = list(entry)
+        extra = provider_slot(entry) if calls else None
         for i in text_slots:
-            if i < len(entry):
+            if i < len(entry) and i != extra:
                 entry[i] = _exact(entry[i])
         for i in json_slots:
             if i < len(entry) and entry[i] is not None:
                 entry[i] = _json_slot(entry[i])
+        if extra is not None and entry[extra] is not None:  # checked JSON, maybe with integers beyond 64 bits
+            entry[extra] = _json_slot(entry[extra])
         safe.append(entry)
     return orjson.dumps(safe, default=_default, option=_OPTIONS).decode()
 
