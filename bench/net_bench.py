@@ -78,7 +78,8 @@ async def main(home: Path) -> None:
     print("One GET to a loopback server (median per request):")
     report(rows, "httpx, new client per request")
     base = dict(rows)
-    print(f"  tooldeck / reused client: {base['http_request through tooldeck'] / base['httpx, one reused client']:.2f}×")
+    ratio = base["http_request through tooldeck"] / base["httpx, one reused client"]
+    print(f"  tooldeck / reused client: {ratio:.2f}×")
     await kept.aclose()
     rt.close()
 
