@@ -44,11 +44,12 @@ from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
 from tooldeck.server.raw_arguments import RawArguments
-from tooldeck.server.relay_requests import DownstreamPeer, progress_token
+from tooldeck.server.relay_requests import DownstreamPeer, progress_token, request_log_level
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
 from tooldeck.server.upstream import UpstreamRelay
+from tooldeck.snapshot.deferred import RUN_TOOL
 from tooldeck.sources.mcp import collect_results, relay_to
 
 logger = logging.getLogger("tooldeck.serve")
@@ -197,10 +198,18 @@ class TooldeckMCPServer:
         inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
                                       headless=self.options.headless, confirm=confirm, snapshot=view.snapshot)
         call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
-        if arguments is not None:
+        if name in view.unlisted:
+            # Deferred loading keeps the client's tools array to find_tools and run_tool; a client that calls
+            # another tool by its name knows it, so the call runs as run_tool would run it (same gate: the
+            # arguments are validated against the tool's schema), not refused with `tool.use_run_tool`.
+            inv.fetched.add(view.by_name[name].tool_id)
+            call["name"] = RUN_TOOL
+            call["arguments"] = {"name": name} if arguments is None else {"name": name, "args": arguments}
+        elif arguments is not None:
             call["arguments"] = arguments
-        peer = DownstreamPeer(ctx.session, request_id, progress_token(params if params is not None else ctx.params),
-                              ctx.protocol_version, session.log_level)
+        raw_params = params if params is not None else ctx.params
+        peer = DownstreamPeer(ctx.session, request_id, progress_token(raw_params), ctx.protocol_version,
+                              session.log_level, request_log_level(raw_params))
         with collect_results() as upstream, relay_to(peer):
             [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:

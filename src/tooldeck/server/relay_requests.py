@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 logger = logging.getLogger("tooldeck.serve")
@@ -38,12 +39,16 @@ class DownstreamPeer:
     """One downstream `tools/call`: its session, request id, progress token and protocol version."""
 
     def __init__(self, session: Any, request_id: types.RequestId | None, progress_token: types.ProgressToken | None,
-                 protocol_version: str | None, log_level: types.LoggingLevel | None = None) -> None:
+                 protocol_version: str | None, log_level: types.LoggingLevel | None = None,
+                 request_log_level: types.LoggingLevel | None = None) -> None:
         self.session = session
         self.request_id = request_id
         self.progress_token = progress_token
         self.modern = protocol_version in MODERN_PROTOCOL_VERSIONS
         self.log_level = log_level
+        self.upstream_log_level = request_log_level if self.modern else (log_level or "debug")
+        """The lowest level to ask a 2026-07-28 upstream for: a 2026-07-28 client's own opt-in for this request; a
+        handshake-era client gets every level until it sets one (as from a server of its own era)."""
         self.loop = asyncio.get_running_loop()
         """The server's loop: the session's streams belong to it, the upstream callbacks run on the MCP loop."""
 
@@ -137,3 +142,10 @@ def progress_token(params: Any) -> types.ProgressToken | None:
         meta = getattr(params, "meta", None)
         token = meta.get("progress_token") if isinstance(meta, dict) else None
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+def request_log_level(params: Any) -> types.LoggingLevel | None:
+    """The log level a 2026-07-28 client opted in to for this request (`_meta`), if any."""
+    meta = params.get("_meta") if isinstance(params, dict) else getattr(params, "meta", None)
+    level = meta.get(LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+    return level if level in LEVELS else None
