@@ -25,7 +25,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -42,6 +42,7 @@ from tooldeck.server.connections import ACCEPT_BACKLOG, ConnectionLimiter, conne
 from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
+from tooldeck.server.listen import ResourceListen
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
 from tooldeck.server.raw_arguments import RawArguments
 from tooldeck.server.relay_requests import DownstreamPeer, progress_token, request_log_level
@@ -95,7 +96,7 @@ class TooldeckMCPServer:
         self.registry = SessionRegistry(runtime, self.options.scene, self.options.headless,
                                         self.options.session_idle_timeout_s)
         self.bus = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self.bus)
+        self._listen = ResourceListen(self.bus)
         self._fingerprint: bytes | None = None
         self.http_server: Any = None
         """The uvicorn server while `serve_http` runs (its `should_exit` stops it)."""
@@ -113,6 +114,8 @@ class TooldeckMCPServer:
                 on_set_logging_level=self._set_level,
                 **self.upstream_handlers(),
             )
+        if self.upstream.available:
+            self._listen.upstream = self.upstream
         # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
         # What stays: faults escaping a handler become JSON-RPC -32603, never the SDK's code 0.
         self.server.middleware = [FaultBoundary(), RawArguments(self)]
