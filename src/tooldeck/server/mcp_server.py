@@ -212,7 +212,8 @@ class TooldeckMCPServer:
             call["arguments"] = arguments
         raw_params = params if params is not None else ctx.params
         peer = DownstreamPeer(ctx.session, request_id, progress_token(raw_params), ctx.protocol_version,
-                              session.log_level, request_log_level(raw_params))
+                              session.log_level, request_log_level(raw_params),
+                              self._call_recorder(session.run_id, inv.id, call["id"]))
         with collect_results() as upstream, relay_to(peer):
             [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:
@@ -240,6 +241,18 @@ class TooldeckMCPServer:
                 "on_read_resource": self._read_resource, "on_list_prompts": self._list_prompts,
                 "on_get_prompt": self._get_prompt, "on_completion": self._complete,
                 "on_subscribe_resource": self._subscribe, "on_unsubscribe_resource": self._unsubscribe}
+
+    def _call_recorder(self, run_id: str, invocation_id: str, call_id: str
+                       ) -> Callable[[str, dict[str, Any]], None] | None:
+        """Records what is relayed during one call (a run event naming the invocation and call); None when off."""
+        append = getattr(self.runtime.recorder, "append_run_event", None) if self.runtime.recording else None
+        if append is None:
+            return None
+
+        def record(kind: str, data: dict[str, Any]) -> None:
+            append(run_id, kind, {"invocation_id": invocation_id, "call_id": call_id, **data})
+
+        return record
 
     def _recorder(self, ctx: ServerRequestContext[Any, Any]) -> Callable[[str, dict[str, Any]], None]:
         run_id = self._session(ctx).run_id
