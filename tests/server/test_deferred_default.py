@@ -1,5 +1,5 @@
 """`tooldeck serve` defers schemas by default: the list is the fixed set, and a proxied MCP tool runs
-through find_tools then run_tool, with the call recorded under the real tool."""
+through find_tools then run_tool (or called by its name), with the call recorded under the real tool."""
 
 from __future__ import annotations
 
@@ -29,8 +29,13 @@ async def test_serve_lists_the_fixed_set_and_runs_a_proxied_tool_via_run_tool(tm
                 await anyio.sleep(0.2)
         names = [t.name for t in (await client.list_tools()).tools]
         assert names == ["find_tools", "run_tool"]
+        # A client that calls a tool named only in run_tool's description gets it run, as run_tool runs it: the same
+        # gate (its schema checks the arguments), recorded as that run_tool call.
         direct = await client.call_tool("mcp__fx__add", {"a": 1, "b": 2})
-        assert direct.is_error
+        assert direct.is_error is False and direct.content[0].text == "3"
+        bad = await client.call_tool("mcp__fx__add", {"a": "one"})
+        assert bad.is_error and bad.meta is not None and bad.meta["tooldeck/error_code"] == "tool.invalid_arguments"
+        assert "`a`" in bad.content[0].text
         found = await client.call_tool("find_tools", {"names": ["mcp__fx__add"]})
         assert '"name": "mcp__fx__add"' in found.content[0].text
         ran = await client.call_tool("run_tool", {"name": "mcp__fx__add", "args": {"a": 20, "b": 22}})
@@ -42,6 +47,6 @@ async def test_serve_lists_the_fixed_set_and_runs_a_proxied_tool_via_run_tool(tm
     finally:
         store.close()
     wrapped = [c for c in calls if c.call_name == "run_tool" and c.result is not None and not c.result.is_error]
-    assert len(wrapped) == 1
-    assert wrapped[0].tool_id.startswith("mcp/fx") and wrapped[0].tool_id.endswith(":add")
-    assert json.loads(wrapped[0].raw_arguments) == {"name": "mcp__fx__add", "args": {"a": 20, "b": 22}}
+    assert len(wrapped) == 2
+    assert all(c.tool_id.startswith("mcp/fx") and c.tool_id.endswith(":add") for c in wrapped)
+    assert sorted(json.loads(c.raw_arguments)["args"]["a"] for c in wrapped) == [1, 20]

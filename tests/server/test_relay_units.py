@@ -8,8 +8,9 @@ from typing import Any
 import mcp_types as types
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mcp_types import LOG_LEVEL_META_KEY
 
-from tooldeck.server.relay_requests import LEVELS, progress_token
+from tooldeck.server.relay_requests import LEVELS, exchange_event, progress_token, request_log_level
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
@@ -40,3 +41,37 @@ def test_typed_params_give_the_clients_token(token: str | int) -> None:
 
 def test_levels_are_the_spec_order() -> None:
     assert LEVELS == ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.one_of(st.none(), st.integers(), st.text(max_size=20), st.sampled_from(LEVELS),
+                 st.dictionaries(st.text(max_size=40), st.one_of(st.sampled_from(LEVELS), st.text(max_size=10),
+                                                                 st.integers(), st.none()), max_size=4)))
+def test_request_log_level_of_any_meta_is_a_level_or_none(meta: Any) -> None:
+    for params in ({"_meta": meta}, {"_meta": {LOG_LEVEL_META_KEY: meta}}, {}, meta):
+        level = request_log_level(params)
+        assert level is None or level in LEVELS
+    assert request_log_level({"_meta": {LOG_LEVEL_META_KEY: "notice"}}) == "notice"
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.text(max_size=60), st.text(max_size=30), st.text(max_size=30))
+def test_a_recorded_url_elicitation_keeps_no_query_nor_fragment(path: str, query: str, fragment: str) -> None:
+    url = f"https://auth.example/{path}?{query}#{fragment}"
+    params = types.ElicitRequestURLParams(message="Sign in", url=url, elicitation_id="el-1")
+    event = exchange_event(types.ElicitRequest(params=params), types.ElicitResult(action="accept"))
+    recorded = event["request"]["url"]
+    assert "?" not in recorded and "#" not in recorded and recorded.startswith("https://auth.example/")
+    assert event["outcome"] == "ok" and event["result"] == {"action": "accept"}
+
+
+def test_a_refused_request_is_recorded_with_its_code() -> None:
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))
+    request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(messages=[message], max_tokens=5,
+                                                                                 _meta={"progressToken": "t"}))
+    refused = types.ErrorData(code=types.INVALID_REQUEST, message="no", data={"code": "serve.capability_missing"})
+    event = exchange_event(request, refused)
+    assert event == {"method": "sampling/createMessage", "outcome": "error",
+                     "request": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                                 "maxTokens": 5},
+                     "error": {"code": types.INVALID_REQUEST, "message": "no", "data_code": "serve.capability_missing"}}

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from tooldeck.records.store import SqliteRecorder
 
 RECORDS_FILE = "records.sqlite"
+RELAYED_KIND = "mcp_relayed_request"
+"""Run events of `tooldeck serve` for a request relayed during a call (`server/relay_requests.py`)."""
 PROVIDERS_HELP = "openai | openai_responses | anthropic | gemini | mistral"
 
 records_app = cli_app(name="records", no_args_is_help=True, help="Recorded invocations: list them, show their calls.")
@@ -115,17 +117,71 @@ def show_cmd(
     store = _store(home)
     try:
         history = store.history(invocation_id)
+        relayed = _relayed(store, history.summary.run_id, invocation_id)
     except TooldeckError as exc:
         usage_errors(exc)
     finally:
         store.close()
     if as_json:
-        print_json({"invocation": summary_dict(history.summary), "calls": [call_dict(c) for c in history.calls]})
+        calls = [{**call_dict(c), "relayed": relayed.get(c.call_id, [])} for c in history.calls]
+        print_json({"invocation": summary_dict(history.summary), "calls": calls})
         return
-    _print_history(history.summary, history.calls, long=long)
+    _print_history(history.summary, history.calls, long=long, relayed=relayed)
 
 
-def _print_history(s: InvocationSummary, calls: list[CallRecord], *, long: bool) -> None:
+def _relayed(store: SqliteRecorder, run_id: str | None, invocation_id: str) -> dict[str, list[dict[str, Any]]]:
+    """What `tooldeck serve` relayed to its client during each call of the invocation (sampling, elicitation,
+    roots), by call id."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    if run_id is None:
+        return out
+    for event in store.run_event_log(run_id, RELAYED_KIND):
+        data = event.data
+        if data.get("invocation_id") == invocation_id:
+            out.setdefault(str(data.get("call_id")), []).append({**data, "at": event.at})
+    return out
+
+
+def _exchange_line(data: dict[str, Any]) -> str:
+    """One relayed request in `records show`: the method, the outcome, and the request and answer."""
+    import orjson
+
+    answer = data.get("result") if data.get("outcome") == "ok" else data.get("error")
+    return (f"{data.get('method')} {data.get('outcome')}: {orjson.dumps(data.get('request')).decode()} -> "
+            f"{orjson.dumps(answer).decode()}")
+
+
+def events_cmd(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id (`records list` shows them).")],
+    home: HomeOption = DEFAULT_HOME,
+    as_json: JsonOption = False,
+    long: Annotated[bool, typer.Option("--long", "-l", help="Each event in full, not cut to one line.")] = False,
+) -> None:
+    """What `tooldeck serve` recorded for a run besides its calls: resource reads, prompt gets, completions, and the
+    requests relayed between the upstream servers and the client (sampling, elicitation, roots)."""
+    import orjson
+
+    from tooldeck.cli.table import clean, cut, terminal_width
+
+    store = _store(home)
+    try:
+        events = store.run_event_log(run_id, "mcp_")
+    finally:
+        store.close()
+    if as_json:
+        print_json([{"kind": e.kind, "at": e.at, "data": e.data} for e in events])
+        return
+    if not events:
+        typer.echo(f"no MCP gateway events for run {run_id} in {home / RECORDS_FILE}")
+        return
+    width = max(40, terminal_width())
+    for e in events:
+        line = f"{_when(e.at)}  {e.kind}  {orjson.dumps(e.data).decode()}"
+        typer.echo(clean(line, one_line=True) if long else cut(clean(line, one_line=True), width))
+
+
+def _print_history(s: InvocationSummary, calls: list[CallRecord], *, long: bool,
+                   relayed: dict[str, list[dict[str, Any]]] | None = None) -> None:
     from tooldeck.cli.table import clean, cut, terminal_width
 
     width = max(40, terminal_width())
@@ -143,7 +199,8 @@ def _print_history(s: InvocationSummary, calls: list[CallRecord], *, long: bool)
         raw = "(absent)" if c.raw_arguments is None else str(c.raw_arguments)
         result = "-" if c.result is None else \
             (f"[{c.result.error_code or 'error'}] " if c.result.is_error else "") + c.result.content
-        for label, text in (("arguments", raw), ("result", result)):
+        exchanges = [("relayed", _exchange_line(d)) for d in (relayed or {}).get(c.call_id, [])]
+        for label, text in (("arguments", raw), ("result", result), *exchanges):
             head = f"  {label:<9}  "
             if long:
                 typer.echo(textwrap.fill(clean(text, one_line=True), width, initial_indent=head,
@@ -173,4 +230,5 @@ def replay_cmd(
 
 records_app.command("list")(list_cmd)
 records_app.command("show")(show_cmd)
+records_app.command("events")(events_cmd)
 replay_app = cli_app(replay_cmd)

@@ -87,6 +87,12 @@ class SqliteQueries:
         found = self._read("SELECT data FROM events WHERE run_id = ? AND kind = ? ORDER BY seq", (run_id, kind))
         return [orjson.loads(r[0]) for r in found]
 
+    def run_event_log(self, run_id: str, kind_prefix: str = "") -> list[Event]:
+        """Every event of a run's streams whose kind starts with `kind_prefix`, in the order appended."""
+        found = self._read("SELECT seq, invocation_id, kind, data, at FROM events WHERE run_id = ? "
+                           "AND substr(kind, 1, ?) = ? ORDER BY seq", (run_id, len(kind_prefix), kind_prefix))
+        return [Event(r[0], r[1], r[2], orjson.loads(r[3]), r[4]) for r in found]
+
     def open_calls(self, where: str, params: tuple[Any, ...]) -> list[tuple[int, CallRecord]]:
         """(turn_id, call) of the open calls in the turns matching `where` (on `turns t`)."""
         found = self._read(f"SELECT {rows.TURN_COLUMNS} WHERE {where} AND {sql.OPEN_TURN} "

@@ -315,6 +315,10 @@ class SqliteRecorder:
     def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]:
         return self._queries.run_events(run_id, kind)
 
+    def run_event_log(self, run_id: str, kind_prefix: str = "") -> list[Event]:
+        """The run's events (every stream, or the kinds that start with `kind_prefix`), in order, with their times."""
+        return self._queries.run_event_log(run_id, kind_prefix)
+
     # -- interrupted calls (recovery.py) ---------------------------------------------------------
     def recover(self, invocation_id: str | None = None, *, force: bool = False) -> list[CallRecord]:
         """Close the open calls whose owning process is gone (all open calls with `force`, e.g. on an

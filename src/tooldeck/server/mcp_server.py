@@ -25,7 +25,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -42,13 +42,15 @@ from tooldeck.server.connections import ACCEPT_BACKLOG, ConnectionLimiter, conne
 from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
+from tooldeck.server.listen import ResourceListen
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
 from tooldeck.server.raw_arguments import RawArguments
-from tooldeck.server.relay_requests import DownstreamPeer, progress_token
+from tooldeck.server.relay_requests import DownstreamPeer, progress_token, request_log_level
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
 from tooldeck.server.upstream import UpstreamRelay
+from tooldeck.snapshot.deferred import RUN_TOOL
 from tooldeck.sources.mcp import collect_results, relay_to
 
 logger = logging.getLogger("tooldeck.serve")
@@ -94,7 +96,7 @@ class TooldeckMCPServer:
         self.registry = SessionRegistry(runtime, self.options.scene, self.options.headless,
                                         self.options.session_idle_timeout_s)
         self.bus = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self.bus)
+        self._listen = ResourceListen(self.bus)
         self._fingerprint: bytes | None = None
         self.http_server: Any = None
         """The uvicorn server while `serve_http` runs (its `should_exit` stops it)."""
@@ -112,6 +114,8 @@ class TooldeckMCPServer:
                 on_set_logging_level=self._set_level,
                 **self.upstream_handlers(),
             )
+        if self.upstream.available:
+            self._listen.upstream = self.upstream
         # The SDK's default OpenTelemetry span per message costs on every call; tooldeck keeps its own records.
         # What stays: faults escaping a handler become JSON-RPC -32603, never the SDK's code 0.
         self.server.middleware = [FaultBoundary(), RawArguments(self)]
@@ -197,10 +201,19 @@ class TooldeckMCPServer:
         inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
                                       headless=self.options.headless, confirm=confirm, snapshot=view.snapshot)
         call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
-        if arguments is not None:
+        if name in view.unlisted:
+            # Deferred loading keeps the client's tools array to find_tools and run_tool; a client that calls
+            # another tool by its name knows it, so the call runs as run_tool would run it (same gate: the
+            # arguments are validated against the tool's schema), not refused with `tool.use_run_tool`.
+            inv.fetched.add(view.by_name[name].tool_id)
+            call["name"] = RUN_TOOL
+            call["arguments"] = {"name": name} if arguments is None else {"name": name, "args": arguments}
+        elif arguments is not None:
             call["arguments"] = arguments
-        peer = DownstreamPeer(ctx.session, request_id, progress_token(params if params is not None else ctx.params),
-                              ctx.protocol_version, session.log_level)
+        raw_params = params if params is not None else ctx.params
+        peer = DownstreamPeer(ctx.session, request_id, progress_token(raw_params), ctx.protocol_version,
+                              session.log_level, request_log_level(raw_params),
+                              self._call_recorder(session.run_id, inv.id, call["id"]))
         with collect_results() as upstream, relay_to(peer):
             [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:
@@ -228,6 +241,18 @@ class TooldeckMCPServer:
                 "on_read_resource": self._read_resource, "on_list_prompts": self._list_prompts,
                 "on_get_prompt": self._get_prompt, "on_completion": self._complete,
                 "on_subscribe_resource": self._subscribe, "on_unsubscribe_resource": self._unsubscribe}
+
+    def _call_recorder(self, run_id: str, invocation_id: str, call_id: str
+                       ) -> Callable[[str, dict[str, Any]], None] | None:
+        """Records what is relayed during one call (a run event naming the invocation and call); None when off."""
+        append = getattr(self.runtime.recorder, "append_run_event", None) if self.runtime.recording else None
+        if append is None:
+            return None
+
+        def record(kind: str, data: dict[str, Any]) -> None:
+            append(run_id, kind, {"invocation_id": invocation_id, "call_id": call_id, **data})
+
+        return record
 
     def _recorder(self, ctx: ServerRequestContext[Any, Any]) -> Callable[[str, dict[str, Any]], None]:
         run_id = self._session(ctx).run_id

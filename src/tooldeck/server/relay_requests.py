@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 logger = logging.getLogger("tooldeck.serve")
@@ -29,6 +31,10 @@ T = TypeVar("T")
 
 CAPABILITY_MISSING = "serve.capability_missing"
 """`data.code` of the error an upstream request gets when the client of the call cannot be asked."""
+
+RELAYED_EVENT = "mcp_relayed_request"
+"""Kind of the run event that records one relayed request and its answer."""
+Record = Callable[[str, dict[str, Any]], None]
 
 LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
                                           "emergency")
@@ -38,12 +44,18 @@ class DownstreamPeer:
     """One downstream `tools/call`: its session, request id, progress token and protocol version."""
 
     def __init__(self, session: Any, request_id: types.RequestId | None, progress_token: types.ProgressToken | None,
-                 protocol_version: str | None, log_level: types.LoggingLevel | None = None) -> None:
+                 protocol_version: str | None, log_level: types.LoggingLevel | None = None,
+                 request_log_level: types.LoggingLevel | None = None, record: Record | None = None) -> None:
         self.session = session
+        self.record = record
+        """Records each relayed request and its answer (`exchange_event`); None with records off."""
         self.request_id = request_id
         self.progress_token = progress_token
         self.modern = protocol_version in MODERN_PROTOCOL_VERSIONS
         self.log_level = log_level
+        self.upstream_log_level = request_log_level if self.modern else (log_level or "debug")
+        """The lowest level to ask a 2026-07-28 upstream for: a 2026-07-28 client's own opt-in for this request; a
+        handshake-era client gets every level until it sets one (as from a server of its own era)."""
         self.loop = asyncio.get_running_loop()
         """The server's loop: the session's streams belong to it, the upstream callbacks run on the MCP loop."""
 
@@ -79,23 +91,40 @@ class DownstreamPeer:
             return types.ErrorData(code=types.INTERNAL_ERROR,
                                    message=f"the MCP client of this `tooldeck serve` session did not answer: {exc}")
 
+    async def _relay(self, request: Any, capability: str, result_type: type[Any]) -> Any:
+        """Ask the client (unless it cannot be asked) and record the exchange, whatever its outcome."""
+        answer = self._refused(request.method, capability)
+        if answer is None:
+            answer = await self._ask(request, result_type)
+        if self.record is not None:
+            self._record(RELAYED_EVENT, exchange_event(request, answer))
+        return answer
+
+    def _record(self, kind: str, data: dict[str, Any]) -> None:
+        record = self.record
+        assert record is not None
+
+        def write() -> None:
+            try:
+                record(kind, data)
+            except Exception:  # the request was relayed and answered; a failed record is logged, not undone
+                logger.exception("recording a relayed %s failed", data.get("method"))
+
+        # On the server's loop, where the session's other records are written (this runs on the MCP loop), and
+        # before the call's own result gets there.
+        if asyncio.get_running_loop() is self.loop:
+            write()
+        else:
+            self.loop.call_soon_threadsafe(write)
+
     async def sampling(self, params: types.CreateMessageRequestParams) -> Any:
-        refused = self._refused("sampling/createMessage", "sampling")
-        if refused is not None:
-            return refused
-        return await self._ask(types.CreateMessageRequest(params=params), types.CreateMessageResult)
+        return await self._relay(types.CreateMessageRequest(params=params), "sampling", types.CreateMessageResult)
 
     async def elicitation(self, params: types.ElicitRequestParams) -> Any:
-        refused = self._refused("elicitation/create", "elicitation")
-        if refused is not None:
-            return refused
-        return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
+        return await self._relay(types.ElicitRequest(params=params), "elicitation", types.ElicitResult)
 
     async def roots(self) -> Any:
-        refused = self._refused("roots/list", "roots")
-        if refused is not None:
-            return refused
-        return await self._ask(types.ListRootsRequest(), types.ListRootsResult)
+        return await self._relay(types.ListRootsRequest(), "roots", types.ListRootsResult)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         if self.progress_token is None:
@@ -137,3 +166,33 @@ def progress_token(params: Any) -> types.ProgressToken | None:
         meta = getattr(params, "meta", None)
         token = meta.get("progress_token") if isinstance(meta, dict) else None
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+def request_log_level(params: Any) -> types.LoggingLevel | None:
+    """The log level a 2026-07-28 client opted in to for this request (`_meta`), if any."""
+    meta = params.get("_meta") if isinstance(params, dict) else getattr(params, "meta", None)
+    level = meta.get(LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+    return level if level in LEVELS else None
+
+
+def exchange_event(request: Any, answer: Any) -> dict[str, Any]:
+    """What the records keep of one relayed request: the method, the request and the answer as the client gave them
+    (sampling messages and the model's reply; an elicitation's message, schema and the user's form content, which is
+    user data), or the error. Never `_meta`, and of a URL elicitation only the URL without its query and fragment,
+    which may carry one-time codes."""
+    params = getattr(request, "params", None)
+    asked = params.model_dump(mode="json", by_alias=True, exclude_none=True) if params is not None else {}
+    asked.pop("_meta", None)
+    if isinstance(asked.get("url"), str):
+        parts = urlsplit(asked["url"])
+        asked["url"] = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    event: dict[str, Any] = {"method": request.method, "request": asked}
+    if isinstance(answer, types.ErrorData):
+        data = answer.data if isinstance(answer.data, dict) else {}
+        event.update(outcome="error", error={"code": answer.code, "message": answer.message,
+                                             "data_code": data.get("code")})
+    else:
+        result = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+        result.pop("_meta", None)
+        event.update(outcome="ok", result=result)
+    return event

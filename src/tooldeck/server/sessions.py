@@ -37,10 +37,16 @@ class ToolView:
     snapshot: Snapshot
     listing: types.ListToolsResult
     by_name: dict[str, Binding]
+    unlisted: frozenset[str] = frozenset()
+    """Deferred loading: the tools named only in run_tool's description, which a client may still call by name."""
 
     @classmethod
     def of(cls, snapshot: Snapshot, turn_context: str = "") -> ToolView:
-        return cls(snapshot, list_tools(snapshot, turn_context), snapshot.by_name())
+        listing = list_tools(snapshot, turn_context)
+        by_name = snapshot.by_name()
+        deferred = snapshot.loading == "deferred"
+        unlisted = frozenset(by_name) - {t.name for t in listing.tools} if deferred else frozenset()
+        return cls(snapshot, listing, by_name, unlisted)
 
 
 @dataclass(slots=True)

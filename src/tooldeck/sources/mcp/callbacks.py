@@ -58,6 +58,9 @@ class Peer(Protocol):
 
     async def log_message(self, params: types.LoggingMessageNotificationParams) -> None: ...
 
+    # Optional: `upstream_log_level`, the lowest log level this peer takes (None: none), which a 2026-07-28
+    # upstream needs in each request's `_meta` to send any log message at all.
+
 
 SamplingFn = Callable[[types.CreateMessageRequestParams], Awaitable[types.CreateMessageResult]]
 ElicitationFn = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]

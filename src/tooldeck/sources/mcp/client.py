@@ -25,7 +25,7 @@ from typing import IO, Any
 import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tooldeck.sources.mcp import listing
@@ -230,9 +230,14 @@ class ServerConnection:
                                                        "was sent"), "session"))
         if peer is None:  # the library's path: nothing to register
             return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+        # A 2026-07-28 server sends log messages only for requests that opt in (a reserved `_meta` key), at the
+        # level the peer's own client wants; handshake-era servers use `logging/setLevel` instead.
+        level = getattr(peer, "upstream_log_level", None)
+        meta: Any = ({LOG_LEVEL_META_KEY: level}
+                     if level is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS else None)
         with self.callbacks.call(peer):
             return await client.call_tool(name, arguments, read_timeout_seconds=timeout,
-                                          progress_callback=progress_callback(peer))
+                                          progress_callback=progress_callback(peer), meta=meta)
 
     async def list_tools(self, timeout: float) -> listing.Listing:
         """Every page of tools/list (`listing.py`), as raw tool objects with wire field names."""
