@@ -170,11 +170,35 @@ def auth_required(f: Facts) -> Said:
     if f.target.authorization:
         advice = (f"The server rejected the `Authorization` header configured in {_where(f)}: the token is wrong "
                   f"or has expired. Renew it, update the variable it comes from, {_refresh(f)}.{where_tokens}")
+    elif f.target.oauth:
+        advice = (f"Sign in with `tooldeck mcp login {f.target.name}` (it runs the server's OAuth flow in a browser "
+                  f"and stores the token under the home dir), {_refresh(f)}. A server without OAuth takes a "
+                  f"token from {_where(f)}: {_header_example(f)} (docs/mcp.md, Authorization).{where_tokens}")
     else:
         advice = (f"Get an access token for this server and send it from {_where(f)}: {_header_example(f)}, with "
-                  f"{_token_var(f)} set in the environment tooldeck runs in (docs/mcp.md, Authorization); "
-                  f"tooldeck does not run an OAuth sign-in itself.{where_tokens}")
+                  f"{_token_var(f)} set in the environment tooldeck runs in (docs/mcp.md, Authorization)."
+                  f"{where_tokens}")
     return summary, advice
+
+
+def login_required(f: Facts) -> Said:
+    """tooldeck's OAuth (`auth.py`) had no token it could send and will not open a browser by itself."""
+    from tooldeck.sources.mcp.auth import LoginRequired
+
+    error: LoginRequired = f.first(LoginRequired)
+    return (f"needs a sign-in: {error.reason} ({_url(f)})",
+            f"Run `tooldeck mcp login {f.target.name}` (it opens the server's OAuth sign-in and stores the token "
+            f"under the home dir), {_refresh(f)}.")
+
+
+def oauth_failed(f: Facts) -> Said:
+    """The OAuth flow itself failed (discovery, registration, the token endpoint)."""
+    from mcp.client.auth import OAuthFlowError
+
+    error = f.first(OAuthFlowError)
+    return (f"could not get an OAuth token for {_url(f)}: {clean_line(str(error), 500)}",
+            f"Check `oauth` in {_where(f)} (client id, secret variable, scopes, grant; docs/mcp.md, Authorization); "
+            f"for a browser sign-in run `tooldeck mcp login {f.target.name}`.")
 
 
 def auth_forbidden(f: Facts) -> Said:

@@ -26,11 +26,13 @@ from typing import Any
 
 import anyio
 import httpx2
+from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 
 from tooldeck.sources.mcp import causes
 from tooldeck.sources.mcp import errors as codes
+from tooldeck.sources.mcp.auth import LoginRequired
 from tooldeck.sources.mcp.challenge import bearer
 from tooldeck.sources.mcp.errors import McpConfigError
 from tooldeck.sources.mcp.evidence import Evidence, clean_line
@@ -78,6 +80,9 @@ RULES: tuple[Rule, ...] = (
     Rule(codes.COMMAND_NOT_EXECUTABLE, lambda f: f.stdio and (
         f.first(PermissionError) is not None or f.os_errno(errno.EACCES, errno.ENOEXEC) is not None),
          causes.not_executable),
+    # tooldeck's OAuth: no token it may send without a person, or the flow failed (`auth.py`).
+    Rule(codes.AUTH_REQUIRED, lambda f: f.first(LoginRequired) is not None, causes.login_required),
+    Rule(codes.AUTH_REQUIRED, lambda f: f.first(OAuthFlowError) is not None, causes.oauth_failed),
     # What an HTTP server answered (the SDK reduces it to a generic JSON-RPC error).
     Rule(codes.AUTH_REQUIRED, lambda f: _status(401, 401)(f) or _challenge_error("invalid_token")(f),
          causes.auth_required),

@@ -30,12 +30,14 @@ from tooldeck.sources.mcp.errors import (
     CONFIG_UNREADABLE,
     McpConfigError,
 )
+from tooldeck.sources.mcp.tokens import token_path
 
 TOML_FILE = "tooldeck.toml"
 JSON_FILE = "mcp.json"
 
 Permission = Literal["off", "ask", "allow"]
-Transport = Literal["stdio", "http"]
+Transport = Literal["stdio", "http", "sse"]
+Grant = Literal["authorization_code", "client_credentials"]
 Names = Literal["prefixed", "original"]
 NAMES_MODES: tuple[str, ...] = ("prefixed", "original")
 ALIAS_MAX = 20
@@ -47,7 +49,7 @@ DEFAULT_CALL_TIMEOUT_S = 60.0
 
 _TYPE_ALIASES: dict[str, Transport] = {
     "stdio": "stdio", "http": "http", "streamable-http": "http", "streamable_http": "http",
-    "streamablehttp": "http",
+    "streamablehttp": "http", "sse": "sse",
 }
 # Keys of other clients' mcp.json entries that mean nothing here and are ignored.
 _JSON_ONLY_IGNORED = {"autoApprove", "alwaysAllow", "timeout", "description", "transportType", "disabledTools", "name"}
@@ -59,8 +61,31 @@ class ToolSettings(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0)
 
 
+class OAuthSettings(BaseModel):
+    """`oauth` of an HTTP server entry (docs/mcp.md, Authorization). Client id and secret take `${VAR}`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    grant: Grant = "authorization_code"
+    client_id: str | None = None
+    """A pre-registered client; without it the client registers itself (RFC 7591) on the first login."""
+    client_secret: str | None = None
+    scopes: list[str] | str | None = None
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
+    issuer: str | None = None
+    """The authorization server the client credentials belong to (they are sent to no other)."""
+    callback_port: int = Field(default=0, ge=0, le=65535)
+    """The loopback port of `tooldeck mcp login`'s redirect (0: any free port) for a client registered with
+    a fixed redirect URI."""
+
+    @property
+    def scope(self) -> str | None:
+        if self.scopes is None:
+            return None
+        return " ".join(self.scopes) if isinstance(self.scopes, list) else self.scopes
+
+
 class ServerConfig(BaseModel):
-    """One server. Exactly one of `command` (stdio) or `url` (streamable HTTP)."""
+    """One server. Exactly one of `command` (stdio) or `url` (streamable HTTP, or legacy HTTP+SSE)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -83,6 +108,8 @@ class ServerConfig(BaseModel):
     """`auto` probes for the 2026 protocol and falls back to the initialize handshake; `legacy` forces it."""
     alias: str | None = None
     """The server part of its tools' call names (`mcp__<alias>__<tool>`) instead of the server's name."""
+    oauth: OAuthSettings | bool | None = None
+    """OAuth for an HTTP server (`auth.py`): on unless false or the entry sends its own `Authorization`."""
 
     @field_validator("alias")
     @classmethod
@@ -107,12 +134,14 @@ class ServerConfig(BaseModel):
 
     @property
     def transport(self) -> Transport:
-        return "http" if self.url is not None else "stdio"
+        if self.url is None:
+            return "stdio"
+        return "sse" if self.type == "sse" else "http"
 
     def endpoint(self) -> dict[str, Any]:
         """What identifies the server: command + args, or the URL (as written, before `${VAR}` expansion)."""
         if self.url is not None:
-            return {"transport": "http", "url": self.url}
+            return {"transport": self.transport, "url": self.url}
         return {"transport": "stdio", "command": self.command, "args": list(self.args)}
 
     def endpoint_key(self) -> str:
@@ -163,6 +192,37 @@ class Endpoint:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    oauth: OAuthPlan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthPlan:
+    """How one HTTP connection authenticates with OAuth (`auth.py`), after `${VAR}` expansion."""
+
+    server: str
+    url: str
+    token_path: Path
+    grant: Grant = "authorization_code"
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    scope: str | None = None
+    token_endpoint_auth_method: str | None = None
+    issuer: str | None = None
+    callback_port: int = 0
+
+
+def oauth_plan(server: ServerConfig, home: Path, environ: Mapping[str, str] | None = None) -> OAuthPlan | None:
+    """The OAuth plan of an HTTP entry, or None (stdio, `"oauth": false`, or its own `Authorization` header)."""
+    if server.url is None or server.oauth is False or any(k.lower() == "authorization" for k in server.headers):
+        return None
+    settings = server.oauth if isinstance(server.oauth, OAuthSettings) else OAuthSettings()
+    where = f"{server.source}: server {server.name!r} oauth"
+    secret = settings.client_secret
+    return OAuthPlan(
+        server.name, server.url, token_path(home, server.name), settings.grant,
+        expand(settings.client_id, f"{where}.client_id", environ) if settings.client_id else None,
+        expand(secret, f"{where}.client_secret", environ) if secret else None, settings.scope,
+        settings.token_endpoint_auth_method, settings.issuer, settings.callback_port)
 
 
 def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = None,
@@ -172,7 +232,8 @@ def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = N
     where = f"{server.source}: server {server.name!r}"
     if server.url is not None:
         headers = {k: expand(v, f"{where} headers.{k}", environ) for k, v in server.headers.items()}
-        return Endpoint("http", url=server.url, headers=headers)
+        plan = oauth_plan(server, base_dir, environ) if base_dir is not None else None
+        return Endpoint(server.transport, url=server.url, headers=headers, oauth=plan)
     args = [expand(a, f"{where} args[{i}]", environ) for i, a in enumerate(server.args)]
     env = {k: expand(v, f"{where} env.{k}", environ) for k, v in server.env.items()}
     cwd = None
@@ -305,12 +366,18 @@ def _normalize_json_entry(path: Path, name: str, entry: Any) -> dict[str, Any]:
 
 
 def _normalize_type(path: Path, key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    if "transport" in entry:  # `"transport": "sse"` is another name of `type`
+        transport = entry.pop("transport")
+        if "type" in entry and entry["type"] != transport:
+            raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` has both `type` ({entry['type']!r}) and "
+                                 f"`transport` ({transport!r}); keep one")
+        entry["type"] = transport
     kind = entry.get("type")
     if kind is None:
         return entry
     if not isinstance(kind, str) or kind.lower() not in _TYPE_ALIASES:
-        hint = " (SSE is not supported; use the server's streamable HTTP endpoint)" if kind == "sse" else ""
-        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.type` is {kind!r}; expected stdio or http{hint}")
+        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.type` is {kind!r}; expected stdio, http (streamable "
+                             "HTTP) or sse (the 2024-11-05 HTTP+SSE transport)")
     entry["type"] = _TYPE_ALIASES[kind.lower()]
     return entry
 
@@ -329,6 +396,8 @@ def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerC
                              "(streamable HTTP); add one")
     if server.command is not None and server.url is not None:
         raise McpConfigError(CONFIG_ENDPOINT_CONFLICT, f"{source}: `{prefix}` has both `command` and `url`; keep one")
+    if server.type == "sse" and server.url is None:
+        raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.type` is sse but the entry has no `url`")
     if server.type is not None and server.type != server.transport:
         raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.type` is {server.type} but the entry has "
                              f"{'`url`' if server.url else '`command`'}")

@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import httpx2
 import orjson
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
@@ -32,9 +33,14 @@ _HTTP_READ_TIMEOUT_S = 300.0
 
 def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence) -> Any:
     """The SDK transport (an async context manager of streams) for `endpoint`; stdio needs `errlog`."""
-    if endpoint.transport == "http":
+    if endpoint.transport != "stdio":
         assert endpoint.url is not None
-        return _http_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence)
+        from tooldeck.sources.mcp.auth import provider_for  # the SDK's OAuth code, only for HTTP servers
+
+        auth = provider_for(endpoint.oauth)
+        if endpoint.transport == "sse":
+            return _sse_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence, auth)
+        return _http_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence, auth)
     assert endpoint.command is not None and errlog is not None
     params = StdioServerParameters(command=endpoint.command, args=list(endpoint.args), env=dict(endpoint.env) or None,
                                    cwd=endpoint.cwd)
@@ -133,9 +139,24 @@ def response_observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitab
 
 @asynccontextmanager
 async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
-                          evidence: Evidence) -> AsyncIterator[Any]:
+                          evidence: Evidence, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
-    async with (httpx2.AsyncClient(headers=headers, timeout=timeout,
+    async with (httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
                                    event_hooks={"response": [response_observer(evidence)]}) as http,
                 streamable_http_client(url, http_client=http) as streams):
+        yield streams
+
+
+@asynccontextmanager
+async def _sse_transport(url: str, headers: dict[str, str], connect_timeout: float, evidence: Evidence,
+                         auth: httpx2.Auth | None) -> AsyncIterator[Any]:
+    """The 2024-11-05 HTTP+SSE transport: a GET event stream that names the URL to POST messages to."""
+
+    def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+               auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
+                                  event_hooks={"response": [response_observer(evidence)]})
+
+    async with sse_client(url, headers=headers, timeout=connect_timeout, sse_read_timeout=_HTTP_READ_TIMEOUT_S,
+                          httpx_client_factory=client, auth=auth) as streams:
         yield streams

@@ -1,0 +1,161 @@
+"""`tooldeck mcp login SERVER`: the OAuth authorization-code flow with a browser and a loopback redirect.
+
+A listener on 127.0.0.1 (an ephemeral port, or `oauth.callback_port`) takes the redirect; the
+authorization URL is handed to `show` (the CLI prints it, and opens a browser when asked); the SDK's
+provider (`auth.TooldeckOAuth`) discovers the servers, registers the client if needed, sends PKCE and
+`resource`, exchanges the code and stores the tokens (`tokens.TokenFile`). What sets the flow off is
+the server's own 401 to an `initialize` POST; a server that answers without asking for a token is
+reported as such (`NotNeeded`), nothing is stored.
+
+A client registered by an earlier login is reused when its redirect URI is this login's (the same
+port: the listener tries the previous port first); otherwise the client registers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+from mcp.client.auth import OAuthFlowError
+from mcp.shared.auth import AuthorizationCodeResult
+from mcp_types import LATEST_PROTOCOL_VERSION
+
+from tooldeck.sources.mcp.auth import TooldeckOAuth, tokens_of
+from tooldeck.sources.mcp.config import OAuthPlan
+from tooldeck.sources.mcp.tokens import AuthState
+
+CALLBACK_PATH = "/callback"
+_MAX_REQUEST = 16 * 1024
+_DONE_PAGE = ("<!doctype html><title>tooldeck</title><p>{text}</p><p>You can close this window and return to "
+              "the terminal.</p>")
+
+
+class NotNeeded(Exception):
+    """The server answered without asking for a token: there is nothing to log in to."""
+
+
+@dataclass(slots=True)
+class Callback:
+    """The loopback redirect target: one `GET /callback?code=…&state=…` completes `result`."""
+
+    server: asyncio.Server
+    port: int
+    result: asyncio.Future[AuthorizationCodeResult]
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}{CALLBACK_PATH}"
+
+    async def wait(self) -> AuthorizationCodeResult:
+        return await self.result
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                  result: asyncio.Future[AuthorizationCodeResult]) -> None:
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
+        writer.close()
+        return
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = line.split(" ")
+    target = urlsplit(parts[1]) if len(parts) == 3 and parts[0] == "GET" else None
+    if target is None or target.path != CALLBACK_PATH:
+        await _answer(writer, 404, "Not the sign-in redirect.")
+        return
+    query = {k: v[0] for k, v in parse_qs(target.query).items()}
+    if "error" in query:
+        why = f"the authorization server answered error={query['error']}" + (
+            f": {query['error_description']}" if query.get("error_description") else "")
+        if not result.done():
+            result.set_exception(OAuthFlowError(why))
+        await _answer(writer, 400, f"Sign-in failed: {why}")
+        return
+    if "code" not in query:
+        await _answer(writer, 400, "This redirect carries no authorization code.")
+        return
+    if not result.done():
+        result.set_result(AuthorizationCodeResult(code=query["code"], state=query.get("state"),
+                                                  iss=query.get("iss")))
+    await _answer(writer, 200, "Signed in.")
+
+
+async def _answer(writer: asyncio.StreamWriter, status: int, text: str) -> None:
+    body = _DONE_PAGE.format(text=html.escape(text)).encode()
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
+    writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: "
+                 f"{len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    writer.close()
+
+
+@contextlib.asynccontextmanager
+async def callback_listener(ports: list[int]) -> AsyncIterator[Callback]:
+    """Listen on 127.0.0.1, on the first of `ports` that is free (0: any)."""
+    result: asyncio.Future[AuthorizationCodeResult] = asyncio.get_running_loop().create_future()
+    server: asyncio.Server | None = None
+    error: OSError | None = None
+    for port in ports:
+        try:
+            server = await asyncio.start_server(lambda r, w: _handle(r, w, result), "127.0.0.1", port,
+                                                limit=_MAX_REQUEST)
+            break
+        except OSError as exc:
+            error = exc
+    if server is None:
+        raise error or OSError("no port to listen on")
+    bound = server.sockets[0].getsockname()[1]
+    try:
+        yield Callback(server, bound, result)
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def _previous_port(plan: OAuthPlan) -> int | None:
+    info = tokens_of(plan).read().get("client_info")
+    uris = info.get("redirect_uris") if isinstance(info, dict) else None
+    if isinstance(uris, list) and uris and isinstance(uris[0], str):
+        parts = urlsplit(uris[0])
+        if parts.hostname == "127.0.0.1" and parts.port:
+            return parts.port
+    return None
+
+
+async def login(plan: OAuthPlan, show: Callable[[str], Awaitable[None]], *, timeout: float = 300.0) -> AuthState:
+    """Run the browser flow for `plan` and store the tokens. Raises NotNeeded, OAuthFlowError, TimeoutError."""
+    file = tokens_of(plan)
+    previous = _previous_port(plan)
+    ports = [plan.callback_port] if plan.callback_port else [p for p in (previous, 0) if p is not None]
+    async with callback_listener(ports) as callback:
+        if previous != callback.port and not plan.client_id:
+            file.update(client_info=None)  # registered for another redirect URI: register again
+        file.update(tokens=None, expires_at=None)  # a login starts from no token
+        provider = TooldeckOAuth(plan, redirect_uri=callback.redirect_uri, browser=show, callback=callback.wait)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "tooldeck", "version": "0.1.0"}}}
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION}
+        async with httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30.0, read=timeout)) as http:
+            async with asyncio.timeout(timeout):
+                response = await http.post(plan.url, json=body, headers=headers)
+            await response.aclose()
+    state = file.state()
+    if not state.logged_in:
+        if response.status_code < 400:
+            raise NotNeeded(f"{plan.url} answered HTTP {response.status_code} without asking for a token")
+        raise OAuthFlowError(f"{plan.url} still answers HTTP {response.status_code} after the sign-in")
+    if response.status_code in (401, 403):
+        raise OAuthFlowError(f"{plan.url} refused the new token (HTTP {response.status_code})")
+    return state
+
+
+def logout(plan: OAuthPlan) -> bool:
+    """Forget the server's tokens and client registration. True when something was stored."""
+    return tokens_of(plan).remove()
