@@ -11,8 +11,9 @@ client-credentials grant (`ClientCredentialsOAuthProvider`). What this module ad
   the file (another process may have refreshed already; a rotating authorization server would reject
   the second use of the same refresh token);
 - no browser in the runtime: a connection (`interactive=False`) never starts an authorization-code
-  flow. A 401 it cannot answer with a stored or refreshed token raises `LoginRequired`, which names
-  `tooldeck mcp login SERVER`; `tooldeck mcp login` (`login.py`) runs the flow with a browser.
+  flow. A 401 it cannot answer with a stored or refreshed token goes to the SDK as the server sent it
+  and becomes `mcp.auth_required`, whose advice names `tooldeck mcp login SERVER` (`login.py` runs
+  the flow with a browser).
 
 `plan_for` decides per connection whether OAuth applies at all: an HTTP entry that sends its own
 `Authorization` header, or says `"oauth": false`, never uses it; otherwise the provider is attached
@@ -52,12 +53,9 @@ REFRESH_MARGIN_S = 30.0
 """A token this close to its expiry is refreshed before use (it could expire in flight)."""
 
 
-class LoginRequired(OAuthFlowError):
-    """The server wants a sign-in tooldeck cannot do without a person: `tooldeck mcp login SERVER`."""
-
-    def __init__(self, server: str, reason: str) -> None:
-        self.server, self.reason = server, reason
-        super().__init__(f"MCP server `{server}` needs a sign-in: {reason}. Run `tooldeck mcp login {server}`")
+AUTH_REQUEST = "tooldeck_oauth"
+"""Set in the `extensions` of the requests the OAuth flow makes itself (metadata, registration, token), so the
+transport's response observer does not take their answers for the MCP server's."""
 
 
 def tokens_of(plan: OAuthPlan) -> TokenFile:
@@ -196,32 +194,33 @@ class _Persistent:
 
     async def _unattended(self, request: httpx2.Request,
                           refreshed: bool) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        """The runtime's flow: stored token, one refresh on a 401, else `LoginRequired` (never a browser)."""
+        """The runtime's flow: the stored token, one refresh on a 401, and never a browser: a 401 that is left
+        reaches the SDK as the server sent it, and is reported as `mcp.auth_required` naming `tooldeck mcp
+        login` (`causes.auth_required`)."""
         tokens = self.context.current_tokens
-        if tokens is None:
-            raise LoginRequired(self.plan.server, "its refresh token was refused (revoked or expired)" if refreshed
-                                else "no token is stored")
-        request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+        if tokens is not None:
+            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
         response = yield request
-        if not _refused(response):
+        if not _refused(response) or refreshed or not self.context.can_refresh_token():
             return
-        if not refreshed and self.context.can_refresh_token():
-            async with contextlib.aclosing(self._refresh_shared(force=True)) as sub:
-                with contextlib.suppress(StopAsyncIteration):
-                    out = await sub.__anext__()
-                    while True:
-                        out = await sub.asend((yield out))
-            tokens = self.context.current_tokens
-            if tokens is not None:
-                request.headers["Authorization"] = f"Bearer {tokens.access_token}"
-                response = yield request
-                if not _refused(response):
-                    return
-        scope = extract_field_from_www_auth(response, "scope")
-        why = ("the server asks for more permission" + (f" (scope `{scope}`)" if scope else "")
-               if response.status_code == 403 else "the server rejected the stored token and a refresh did not "
-               "give a new one (revoked or expired)")
-        raise LoginRequired(self.plan.server, why)
+        async with contextlib.aclosing(self._refresh_shared(force=True)) as sub:
+            with contextlib.suppress(StopAsyncIteration):
+                out = await sub.__anext__()
+                while True:
+                    out = await sub.asend((yield out))
+        tokens = self.context.current_tokens
+        if tokens is not None:
+            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+            yield request
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        async with contextlib.aclosing(super().async_auth_flow(request)) as flow:  # type: ignore[misc]
+            with contextlib.suppress(StopAsyncIteration):
+                out = await flow.__anext__()
+                while True:
+                    if out is not request:
+                        out.extensions[AUTH_REQUEST] = True
+                    out = await flow.asend((yield out))
 
 
 def _refused(response: httpx2.Response) -> bool:

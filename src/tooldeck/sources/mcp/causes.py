@@ -181,16 +181,6 @@ def auth_required(f: Facts) -> Said:
     return summary, advice
 
 
-def login_required(f: Facts) -> Said:
-    """tooldeck's OAuth (`auth.py`) had no token it could send and will not open a browser by itself."""
-    from tooldeck.sources.mcp.auth import LoginRequired
-
-    error: LoginRequired = f.first(LoginRequired)
-    return (f"needs a sign-in: {error.reason} ({_url(f)})",
-            f"Run `tooldeck mcp login {f.target.name}` (it opens the server's OAuth sign-in and stores the token "
-            f"under the home dir), {_refresh(f)}.")
-
-
 def oauth_failed(f: Facts) -> Said:
     """The OAuth flow itself failed (discovery, registration, the token endpoint)."""
     from mcp.client.auth import OAuthFlowError

@@ -32,7 +32,6 @@ from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSI
 
 from tooldeck.sources.mcp import causes
 from tooldeck.sources.mcp import errors as codes
-from tooldeck.sources.mcp.auth import LoginRequired
 from tooldeck.sources.mcp.challenge import bearer
 from tooldeck.sources.mcp.errors import McpConfigError
 from tooldeck.sources.mcp.evidence import Evidence, clean_line
@@ -80,8 +79,7 @@ RULES: tuple[Rule, ...] = (
     Rule(codes.COMMAND_NOT_EXECUTABLE, lambda f: f.stdio and (
         f.first(PermissionError) is not None or f.os_errno(errno.EACCES, errno.ENOEXEC) is not None),
          causes.not_executable),
-    # tooldeck's OAuth: no token it may send without a person, or the flow failed (`auth.py`).
-    Rule(codes.AUTH_REQUIRED, lambda f: f.first(LoginRequired) is not None, causes.login_required),
+    # tooldeck's OAuth flow failed (discovery, registration, the token endpoint: `auth.py`).
     Rule(codes.AUTH_REQUIRED, lambda f: f.first(OAuthFlowError) is not None, causes.oauth_failed),
     # What an HTTP server answered (the SDK reduces it to a generic JSON-RPC error).
     Rule(codes.AUTH_REQUIRED, lambda f: _status(401, 401)(f) or _challenge_error("invalid_token")(f),

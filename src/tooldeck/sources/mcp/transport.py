@@ -122,6 +122,8 @@ def response_observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitab
         request = response.request
         if request.method != "POST":  # the GET event stream may be refused (405) by servers without one
             return
+        if request.extensions.get("tooldeck_oauth"):  # the OAuth flow's own requests (auth.AUTH_REQUEST)
+            return
         try:
             headers = response.headers
             status, content_type = response.status_code, headers.get("content-type", "")
