@@ -115,12 +115,14 @@ def _jsonrpc_method(request: httpx2.Request) -> str:
     return method if isinstance(method, str) else ""
 
 
-def response_observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[None]]:
-    """An httpx response hook that keeps what each MCP POST got: status, content type, challenge, location."""
+def response_observer(evidence: Evidence, *, stream_get: bool = False) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """An httpx response hook that keeps what each MCP POST got: status, content type, challenge, location.
+    With `stream_get` (the SSE transport, whose session starts with a GET) the GETs too."""
 
     async def observe(response: httpx2.Response) -> None:
         request = response.request
-        if request.method != "POST":  # the GET event stream may be refused (405) by servers without one
+        # Streamable HTTP's optional GET event stream may be refused (405) by servers without one.
+        if request.method != "POST" and not (stream_get and request.method == "GET"):
             return
         if request.extensions.get("tooldeck_oauth"):  # the OAuth flow's own requests (auth.AUTH_REQUEST)
             return
@@ -157,7 +159,7 @@ async def _sse_transport(url: str, headers: dict[str, str], connect_timeout: flo
     def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
-                                  event_hooks={"response": [response_observer(evidence)]})
+                                  event_hooks={"response": [response_observer(evidence, stream_get=True)]})
 
     async with sse_client(url, headers=headers, timeout=connect_timeout, sse_read_timeout=_HTTP_READ_TIMEOUT_S,
                           httpx_client_factory=client, auth=auth) as streams:
