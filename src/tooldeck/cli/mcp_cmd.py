@@ -185,10 +185,8 @@ def login(
     import asyncio
     import webbrowser
 
-    from mcp.client.auth import OAuthFlowError
-
     from tooldeck.cli.table import clean
-    from tooldeck.sources.mcp.login import NotNeeded
+    from tooldeck.sources.mcp.login import NotNeeded, first_cause
     from tooldeck.sources.mcp.login import login as run_login
 
     plan = _plan(home, server)
@@ -213,21 +211,28 @@ def login(
         typer.echo(f"error: mcp.login_failed: no sign-in within {timeout:g} s; run `tooldeck mcp login {server}` "
                    "again", err=True)
         raise typer.Exit(1) from None
-    except (OAuthFlowError, OSError, Exception) as exc:  # httpx2 errors, the flow's own; never a token in them
-        typer.echo(clean(f"error: mcp.login_failed: {server}: {exc}", one_line=True), err=True)
+    except Exception as exc:  # the flow's own errors, the server's, the network's; never a token in them
+        cause = first_cause(exc)
+        typer.echo(clean(f"error: mcp.login_failed: {server}: {type(cause).__name__}: {cause}", one_line=True),
+                   err=True)
         raise typer.Exit(1) from None
     typer.echo(clean(f"{server}: {state.text()}; tokens in {plan.token_path}", one_line=True))
 
 
 async def _client_credentials(plan: OAuthPlan) -> AuthState:
-    import httpx2
+    """A token by the client-credentials grant, got by opening a session as a connection would."""
+    from mcp import Client
 
-    from tooldeck.sources.mcp.auth import TooldeckClientCredentials, tokens_of
+    from tooldeck.sources.mcp.auth import provider_for, tokens_of
+    from tooldeck.sources.mcp.client import CLIENT_INFO
+    from tooldeck.sources.mcp.config import Endpoint
+    from tooldeck.sources.mcp.evidence import Evidence
+    from tooldeck.sources.mcp.transport import open_transport
 
-    provider = TooldeckClientCredentials(plan)
-    async with httpx2.AsyncClient(auth=provider, timeout=30.0) as http:
-        await http.post(plan.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                        headers={"Accept": "application/json, text/event-stream"})
+    transport = open_transport(Endpoint(plan.transport, url=plan.url), None, 30.0, Evidence(),
+                               auth=provider_for(plan))
+    async with Client(transport, client_info=CLIENT_INFO) as client:
+        await client.list_tools()
     return tokens_of(plan).state()
 
 

@@ -31,8 +31,12 @@ from typing import Any
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-from mcp.client.auth.utils import extract_field_from_www_auth
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
+from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -201,6 +205,12 @@ class _Persistent:
         if tokens is not None:
             request.headers["Authorization"] = f"Bearer {tokens.access_token}"
         response = yield request
+        if response.status_code == 403 and _refused(response):
+            # Step-up: a refresh cannot widen the grant. Remember the scope, so `tooldeck mcp login` asks for it.
+            wanted = extract_field_from_www_auth(response, "scope")
+            if wanted:
+                self.file.update(wanted_scope=union_scopes(self.file.read().get("wanted_scope"), wanted))
+            return
         if not _refused(response) or refreshed or not self.context.can_refresh_token():
             return
         async with contextlib.aclosing(self._refresh_shared(force=True)) as sub:
@@ -233,7 +243,8 @@ class TooldeckOAuth(_Persistent, OAuthClientProvider):
 
     def __init__(self, plan: OAuthPlan, *, redirect_uri: str | None = None,
                  browser: Callable[[str], Awaitable[None]] | None = None,
-                 callback: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None) -> None:
+                 callback: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
+                 extra_scope: str | None = None) -> None:
         metadata = OAuthClientMetadata(
             client_name=CLIENT_NAME, redirect_uris=[redirect_uri or f"http://127.0.0.1:{plan.callback_port or 1}"
                                                           "/callback"],
@@ -242,7 +253,16 @@ class TooldeckOAuth(_Persistent, OAuthClientProvider):
                                         ("client_secret_basic" if plan.client_secret else "none")))
         self.plan, self.file = plan, tokens_of(plan)
         self.interactive = browser is not None
-        super().__init__(plan.url, metadata, FileTokenStorage(self.file), browser, callback)
+        self.extra_scope = extra_scope
+        """Scopes a server asked for with `insufficient_scope` since the last sign-in (requested on top)."""
+        super().__init__(plan.url, metadata, FileTokenStorage(self.file), browser, callback,
+                         client_metadata_url=plan.client_metadata_url)
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        if self.extra_scope:
+            metadata = self.context.client_metadata
+            metadata.scope = union_scopes(metadata.scope, self.extra_scope)
+        return await super()._perform_authorization()
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -269,12 +289,28 @@ class TooldeckClientCredentials(_Persistent, ClientCredentialsOAuthProvider):
                              method, plan.scope, plan.issuer)  # type: ignore[arg-type]
 
 
+class TooldeckPrivateKeyJWT(_Persistent, PrivateKeyJWTOAuthProvider):
+    """The client-credentials grant authenticated with a JWT signed by the configured key (RFC 7523)."""
+
+    def __init__(self, plan: OAuthPlan) -> None:
+        if not plan.client_id or not plan.private_key:
+            raise OAuthFlowError(f"MCP server `{plan.server}` uses private_key_jwt but has no `oauth.client_id` / "
+                                 "`oauth.private_key`")
+        self.plan, self.file, self.interactive = plan, tokens_of(plan), True
+        signer = SignedJWTParameters(issuer=plan.client_id, subject=plan.client_id, signing_key=plan.private_key,
+                                     signing_algorithm=plan.signing_algorithm)
+        with warnings.catch_warnings():  # no `issuer` configured: the SDK warns that 3.0 will require one
+            warnings.simplefilter("ignore")
+            super().__init__(plan.url, FileTokenStorage(self.file), plan.client_id,
+                             signer.create_assertion_provider(), plan.scope, plan.issuer)
+
+
 def provider_for(plan: OAuthPlan | None) -> httpx2.Auth | None:
     """The provider a runtime connection uses, or None (no OAuth, or nothing stored to send yet)."""
     if plan is None:
         return None
     if plan.grant == "client_credentials":
-        return TooldeckClientCredentials(plan)
+        return TooldeckPrivateKeyJWT(plan) if plan.private_key else TooldeckClientCredentials(plan)
     if not tokens_of(plan).read():
         return None  # never signed in: the server's own 401 says so, with `tooldeck mcp login` as the fix
     return TooldeckOAuth(plan)

@@ -200,6 +200,9 @@ def auth_forbidden(f: Facts) -> Said:
     if f.target.authorization:
         advice = (f"The token configured in {_where(f)} is valid but not allowed to use this server{needs}. Get a "
                   f"token with that permission and update the header, {_refresh(f)}.")
+    elif f.target.oauth:
+        advice = (f"Sign in again with `tooldeck mcp login {f.target.name}`{needs}: it asks for the permission the "
+                  f"server named (an account without it cannot get it), {_refresh(f)}.")
     else:
         advice = (f"The server refuses requests without a token{needs}: send one from {_where(f)}: "
                   f"{_header_example(f)} (docs/mcp.md, Authorization).")

@@ -73,6 +73,13 @@ class OAuthSettings(BaseModel):
     token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
     issuer: str | None = None
     """The authorization server the client credentials belong to (they are sent to no other)."""
+    private_key: str | None = None
+    """With the client-credentials grant: a PEM private key (`${VAR}`) to authenticate with a signed JWT
+    (`private_key_jwt`, RFC 7523) instead of `client_secret`."""
+    signing_algorithm: str = "RS256"
+    client_metadata_url: str | None = None
+    """An https URL of this client's metadata document, used as its client id where the authorization
+    server supports that (client ID metadata documents) instead of registering."""
     callback_port: int = Field(default=0, ge=0, le=65535)
     """The loopback port of `tooldeck mcp login`'s redirect (0: any free port) for a client registered with
     a fixed redirect URI."""
@@ -209,6 +216,10 @@ class OAuthPlan:
     token_endpoint_auth_method: str | None = None
     issuer: str | None = None
     callback_port: int = 0
+    transport: Transport = "http"
+    private_key: str | None = field(default=None, repr=False)
+    signing_algorithm: str = "RS256"
+    client_metadata_url: str | None = None
 
 
 def oauth_plan(server: ServerConfig, home: Path, environ: Mapping[str, str] | None = None) -> OAuthPlan | None:
@@ -222,7 +233,9 @@ def oauth_plan(server: ServerConfig, home: Path, environ: Mapping[str, str] | No
         server.name, server.url, token_path(home, server.name), settings.grant,
         expand(settings.client_id, f"{where}.client_id", environ) if settings.client_id else None,
         expand(secret, f"{where}.client_secret", environ) if secret else None, settings.scope,
-        settings.token_endpoint_auth_method, settings.issuer, settings.callback_port)
+        settings.token_endpoint_auth_method, settings.issuer, settings.callback_port, server.transport,
+        expand(settings.private_key, f"{where}.private_key", environ) if settings.private_key else None,
+        settings.signing_algorithm, settings.client_metadata_url)
 
 
 def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = None,

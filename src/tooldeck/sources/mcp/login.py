@@ -4,8 +4,10 @@ A listener on 127.0.0.1 (an ephemeral port, or `oauth.callback_port`) takes the 
 authorization URL is handed to `show` (the CLI prints it, and opens a browser when asked); the SDK's
 provider (`auth.TooldeckOAuth`) discovers the servers, registers the client if needed, sends PKCE and
 `resource`, exchanges the code and stores the tokens (`tokens.TokenFile`). What sets the flow off is
-the server's own 401 to an `initialize` POST; a server that answers without asking for a token is
-reported as such (`NotNeeded`), nothing is stored.
+the server's own 401 during an MCP session opened up to `tools/list` (some servers ask only after
+`initialize`); a server that answers without asking for a token is reported as such (`NotNeeded`),
+nothing is stored. Scopes a server asked for with `insufficient_scope` since the last login (kept by
+the runtime in the token file) are requested on top of the ones the 401 names.
 
 A client registered by an earlier login is reused when its redirect URI is this login's (the same
 port: the listener tries the previous port first); otherwise the client registers again.
@@ -20,14 +22,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
-import httpx2
+from mcp import Client
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult
-from mcp_types import LATEST_PROTOCOL_VERSION
 
 from tooldeck.sources.mcp.auth import TooldeckOAuth, tokens_of
-from tooldeck.sources.mcp.config import OAuthPlan
+from tooldeck.sources.mcp.client import CLIENT_INFO
+from tooldeck.sources.mcp.config import Endpoint, OAuthPlan
+from tooldeck.sources.mcp.evidence import Evidence
 from tooldeck.sources.mcp.tokens import AuthState
+from tooldeck.sources.mcp.transport import open_transport
 
 CALLBACK_PATH = "/callback"
 _MAX_REQUEST = 16 * 1024
@@ -129,31 +133,44 @@ def _previous_port(plan: OAuthPlan) -> int | None:
 
 
 async def login(plan: OAuthPlan, show: Callable[[str], Awaitable[None]], *, timeout: float = 300.0) -> AuthState:
-    """Run the browser flow for `plan` and store the tokens. Raises NotNeeded, OAuthFlowError, TimeoutError."""
+    """Run the browser flow for `plan` and store the tokens. Raises NotNeeded, OAuthFlowError, TimeoutError, or
+    what the server's failure was (`first_cause` gives the exception that explains it)."""
     file = tokens_of(plan)
     previous = _previous_port(plan)
     ports = [plan.callback_port] if plan.callback_port else [p for p in (previous, 0) if p is not None]
     async with callback_listener(ports) as callback:
         if previous != callback.port and not plan.client_id:
             file.update(client_info=None)  # registered for another redirect URI: register again
+        wanted = file.read().get("wanted_scope")
         file.update(tokens=None, expires_at=None)  # a login starts from no token
-        provider = TooldeckOAuth(plan, redirect_uri=callback.redirect_uri, browser=show, callback=callback.wait)
-        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "tooldeck", "version": "0.1.0"}}}
-        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION}
-        async with httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30.0, read=timeout)) as http:
-            async with asyncio.timeout(timeout):
-                response = await http.post(plan.url, json=body, headers=headers)
-            await response.aclose()
+        provider = TooldeckOAuth(plan, redirect_uri=callback.redirect_uri, browser=show, callback=callback.wait,
+                                 extra_scope=wanted if isinstance(wanted, str) else None)
+        # The session a connection would open, up to the tool listing: some servers let `initialize` through
+        # and ask for the token on the first request after it.
+        transport = open_transport(Endpoint(plan.transport, url=plan.url), None, 30.0, Evidence(), auth=provider)
+        async with asyncio.timeout(timeout), Client(transport, client_info=CLIENT_INFO) as client:
+            await client.list_tools()
     state = file.state()
     if not state.logged_in:
-        if response.status_code < 400:
-            raise NotNeeded(f"{plan.url} answered HTTP {response.status_code} without asking for a token")
-        raise OAuthFlowError(f"{plan.url} still answers HTTP {response.status_code} after the sign-in")
-    if response.status_code in (401, 403):
-        raise OAuthFlowError(f"{plan.url} refused the new token (HTTP {response.status_code})")
+        raise NotNeeded(f"{plan.url} answered without asking for a token")
+    file.update(wanted_scope=None)
     return state
+
+
+def first_cause(exc: BaseException) -> BaseException:
+    """The exception that explains a failed login: an OAuth error inside the SDK's exception groups, else the
+    first leaf."""
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for inner in e.exceptions:
+                walk(inner)
+        else:
+            leaves.append(e)
+
+    walk(exc)
+    return next((e for e in leaves if isinstance(e, OAuthFlowError)), leaves[0] if leaves else exc)
 
 
 def logout(plan: OAuthPlan) -> bool:

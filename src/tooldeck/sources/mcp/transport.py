@@ -31,13 +31,16 @@ log = logging.getLogger("tooldeck.mcp")
 _HTTP_READ_TIMEOUT_S = 300.0
 
 
-def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence) -> Any:
-    """The SDK transport (an async context manager of streams) for `endpoint`; stdio needs `errlog`."""
+def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence,
+                   auth: httpx2.Auth | None = None) -> Any:
+    """The SDK transport (an async context manager of streams) for `endpoint`; stdio needs `errlog`. HTTP
+    transports authenticate with `auth`, else with the endpoint's OAuth plan (`auth.provider_for`)."""
     if endpoint.transport != "stdio":
         assert endpoint.url is not None
-        from tooldeck.sources.mcp.auth import provider_for  # the SDK's OAuth code, only for HTTP servers
+        if auth is None:
+            from tooldeck.sources.mcp.auth import provider_for  # the SDK's OAuth code, only for HTTP servers
 
-        auth = provider_for(endpoint.oauth)
+            auth = provider_for(endpoint.oauth)
         if endpoint.transport == "sse":
             return _sse_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence, auth)
         return _http_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence, auth)
