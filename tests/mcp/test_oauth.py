@@ -210,7 +210,7 @@ def test_a_wrong_client_secret_is_a_clear_failure(tmp_path: Path) -> None:
                                                "client_secret": "wrong"})
         out = subprocess.run([str(TOOLDECK), "mcp", "refresh", "web", "--home", str(home)], capture_output=True,
                              text=True)
-        assert out.returncode == 1 and "[mcp.auth_required]" in out.stdout
+        assert out.returncode == 1 and "[mcp.oauth_failed]" in out.stdout
         assert "could not get an OAuth token" in out.stdout and "`oauth`" in out.stdout
 
 

@@ -80,7 +80,7 @@ RULES: tuple[Rule, ...] = (
         f.first(PermissionError) is not None or f.os_errno(errno.EACCES, errno.ENOEXEC) is not None),
          causes.not_executable),
     # tooldeck's OAuth flow failed (discovery, registration, the token endpoint: `auth.py`).
-    Rule(codes.AUTH_REQUIRED, lambda f: f.first(OAuthFlowError) is not None, causes.oauth_failed),
+    Rule(codes.OAUTH_FAILED, lambda f: f.first(OAuthFlowError) is not None, causes.oauth_failed),
     # What an HTTP server answered (the SDK reduces it to a generic JSON-RPC error).
     Rule(codes.AUTH_REQUIRED, lambda f: _status(401, 401)(f) or _challenge_error("invalid_token")(f),
          causes.auth_required),
