@@ -265,3 +265,21 @@ def test_login_refuses_servers_without_oauth(tmp_path: Path) -> None:
     out = subprocess.run([str(TOOLDECK), "mcp", "login", "nope", "--home", str(tmp_path)], capture_output=True,
                          text=True)
     assert out.returncode == 2 and "mcp.unknown_server" in out.stderr
+
+
+def test_oauth_config_keys_are_checked(tmp_path: Path) -> None:
+    write_mcp_json(tmp_path, {"web": {"url": "http://127.0.0.1:9/mcp", "oauth": {"client_idd": "x"}}})
+    with pytest.raises(cfg.McpConfigError, match=r"oauth\.client_idd"):
+        cfg.load(tmp_path)
+    write_mcp_json(tmp_path, {"web": {"url": "http://127.0.0.1:9/mcp", "oauth": {"grant": "password"}}})
+    with pytest.raises(cfg.McpConfigError, match="grant"):
+        cfg.load(tmp_path)
+    write_mcp_json(tmp_path, {"web": {"url": "http://127.0.0.1:9/mcp", "oauth": {
+        "client_id": "${WEB_ID}", "client_secret": "${WEB_SECRET}", "scopes": ["a", "b"]}}})
+    config = cfg.load(tmp_path)
+    assert config is not None
+    with pytest.raises(cfg.McpConfigError, match="WEB_ID"):  # a missing variable is named, its value never stored
+        cfg.oauth_plan(config.servers["web"], tmp_path, environ={})
+    plan = cfg.oauth_plan(config.servers["web"], tmp_path, environ={"WEB_ID": "id", "WEB_SECRET": "s3"})
+    assert plan is not None and (plan.client_id, plan.client_secret, plan.scope) == ("id", "s3", "a b")
+    assert "s3" not in repr(plan)

@@ -134,18 +134,12 @@ def list_servers(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -
 
 def _auth_states(manager: McpManager) -> dict[str, AuthState]:
     """The OAuth sign-in of every server OAuth applies to (read from the token files; no token is shown)."""
-    from tooldeck.sources.mcp.config import OAuthSettings
-    from tooldeck.sources.mcp.tokens import AuthState, TokenFile, token_path
+    from tooldeck.sources.mcp.tokens import TokenFile, token_path
 
     out: dict[str, AuthState] = {}
     for name, server in manager.config.servers.items():
-        if server.url is None or server.oauth is False or any(k.lower() == "authorization" for k in server.headers):
-            continue
-        settings = server.oauth if isinstance(server.oauth, OAuthSettings) else None
-        state = TokenFile(token_path(manager.home, name), server.url).state()
-        if settings is not None and settings.grant == "client_credentials" and not state.logged_in:
-            state = AuthState(False)
-        out[name] = state
+        if server.uses_oauth and server.url is not None:
+            out[name] = TokenFile(token_path(manager.home, name), server.url).state()
     return out
 
 
@@ -167,7 +161,7 @@ def _plan(home: Path, server: str) -> OAuthPlan:
         usage_errors(exc)
     if plan is None:
         why = ("it is a stdio server (OAuth is for HTTP servers)" if entry.url is None else
-               "its entry sets `\"oauth\": false`" if entry.oauth is False else
+               "its entry sets `\"oauth\": false`" if not entry.oauth.enabled else
                "its entry sends its own `Authorization` header")
         fail_usage(f"MCP server {server!r} does not sign in with OAuth: {why}")
     return plan

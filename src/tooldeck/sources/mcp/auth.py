@@ -48,7 +48,7 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from tooldeck.sources.mcp.config import OAuthPlan
-from tooldeck.sources.mcp.tokens import TokenFile
+from tooldeck.sources.mcp.tokens import TokenFile, expiry_of
 
 log = logging.getLogger("tooldeck.mcp")
 
@@ -110,8 +110,7 @@ class _Persistent:
 
     def _restore(self, data: dict[str, Any]) -> None:
         ctx = self.context
-        expires = data.get("expires_at")
-        ctx.token_expiry_time = float(expires) if isinstance(expires, int | float) and expires else None
+        ctx.token_expiry_time = expiry_of(data.get("expires_at"))
         if ctx.oauth_metadata is None and isinstance(data.get("auth_server_metadata"), dict):
             with contextlib.suppress(ValidationError):
                 ctx.oauth_metadata = OAuthMetadata.model_validate(data["auth_server_metadata"])

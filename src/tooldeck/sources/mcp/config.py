@@ -65,6 +65,8 @@ class OAuthSettings(BaseModel):
     """`oauth` of an HTTP server entry (docs/mcp.md, Authorization). Client id and secret take `${VAR}`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = True
+    """`"oauth": false` in an entry is short for `{"enabled": false}`."""
     grant: Grant = "authorization_code"
     client_id: str | None = None
     """A pre-registered client; without it the client registers itself (RFC 7591) on the first login."""
@@ -115,8 +117,19 @@ class ServerConfig(BaseModel):
     """`auto` probes for the 2026 protocol and falls back to the initialize handshake; `legacy` forces it."""
     alias: str | None = None
     """The server part of its tools' call names (`mcp__<alias>__<tool>`) instead of the server's name."""
-    oauth: OAuthSettings | bool | None = None
-    """OAuth for an HTTP server (`auth.py`): on unless false or the entry sends its own `Authorization`."""
+    oauth: OAuthSettings = Field(default_factory=OAuthSettings)
+    """OAuth for an HTTP server (`auth.py`): on unless `false` or the entry sends its own `Authorization`."""
+
+    @field_validator("oauth", mode="before")
+    @classmethod
+    def _oauth_switch(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
+
+    @property
+    def uses_oauth(self) -> bool:
+        """OAuth applies: an HTTP server, `oauth` not off, and no `Authorization` header of its own."""
+        return (self.url is not None and self.oauth.enabled
+                and not any(k.lower() == "authorization" for k in self.headers))
 
     @field_validator("alias")
     @classmethod
@@ -224,9 +237,9 @@ class OAuthPlan:
 
 def oauth_plan(server: ServerConfig, home: Path, environ: Mapping[str, str] | None = None) -> OAuthPlan | None:
     """The OAuth plan of an HTTP entry, or None (stdio, `"oauth": false`, or its own `Authorization` header)."""
-    if server.url is None or server.oauth is False or any(k.lower() == "authorization" for k in server.headers):
+    if not server.uses_oauth or server.url is None:
         return None
-    settings = server.oauth if isinstance(server.oauth, OAuthSettings) else OAuthSettings()
+    settings = server.oauth
     where = f"{server.source}: server {server.name!r} oauth"
     secret = settings.client_secret
     return OAuthPlan(

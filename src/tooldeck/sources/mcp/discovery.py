@@ -45,7 +45,7 @@ class Discovery:
         authorization = any(k.lower() == "authorization" for k in c.headers)
         return Target(c.name, c.source, c.transport, line, c.command, cwd or c.cwd, c.url, authorization,
                       c.connect_timeout_s, str(self.dirs.log(state.rid)),
-                      oauth=c.url is not None and c.oauth is not False and not authorization)
+                      oauth=c.uses_oauth)
 
     def connection(self, state: ServerState) -> ServerConnection:
         """The server's connection object (made once; raises McpConfigError when a `${VAR}` is not set)."""

@@ -59,6 +59,41 @@ class Callback:
         return await self.result
 
 
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """What one request to the loopback listener means (`read_redirect`)."""
+
+    status: int
+    """The HTTP status to answer the browser with: 200 (signed in), 400 (an error or no code), 404."""
+    text: str
+    result: AuthorizationCodeResult | None = None
+    error: str | None = None
+    """The authorization server's `error` (and description), which ends the login."""
+
+
+def read_redirect(request_line: str) -> Redirect:
+    """The request line of a browser's request (`GET /callback?code=…&state=… HTTP/1.1`) → what it means.
+    Total: any text gives a `Redirect`, never an exception."""
+    parts = request_line.split(" ")
+    if len(parts) != 3 or parts[0] != "GET":
+        return Redirect(404, "Not the sign-in redirect.")
+    try:
+        target = urlsplit(parts[1])
+    except ValueError:
+        return Redirect(404, "Not the sign-in redirect.")
+    if target.path != CALLBACK_PATH:
+        return Redirect(404, "Not the sign-in redirect.")
+    query = {k: v[0] for k, v in parse_qs(target.query).items()}
+    if "error" in query:
+        why = f"the authorization server answered error={query['error']}" + (
+            f": {query['error_description']}" if query.get("error_description") else "")
+        return Redirect(400, f"Sign-in failed: {why}", error=why)
+    if not query.get("code"):
+        return Redirect(400, "This redirect carries no authorization code.")
+    return Redirect(200, "Signed in.", AuthorizationCodeResult(code=query["code"], state=query.get("state"),
+                                                                iss=query.get("iss")))
+
+
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                   result: asyncio.Future[AuthorizationCodeResult]) -> None:
     try:
@@ -66,27 +101,13 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
         writer.close()
         return
-    line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = line.split(" ")
-    target = urlsplit(parts[1]) if len(parts) == 3 and parts[0] == "GET" else None
-    if target is None or target.path != CALLBACK_PATH:
-        await _answer(writer, 404, "Not the sign-in redirect.")
-        return
-    query = {k: v[0] for k, v in parse_qs(target.query).items()}
-    if "error" in query:
-        why = f"the authorization server answered error={query['error']}" + (
-            f": {query['error_description']}" if query.get("error_description") else "")
-        if not result.done():
-            result.set_exception(OAuthFlowError(why))
-        await _answer(writer, 400, f"Sign-in failed: {why}")
-        return
-    if "code" not in query:
-        await _answer(writer, 400, "This redirect carries no authorization code.")
-        return
+    redirect = read_redirect(head.split(b"\r\n", 1)[0].decode("latin-1"))
     if not result.done():
-        result.set_result(AuthorizationCodeResult(code=query["code"], state=query.get("state"),
-                                                  iss=query.get("iss")))
-    await _answer(writer, 200, "Signed in.")
+        if redirect.error is not None:
+            result.set_exception(OAuthFlowError(redirect.error))
+        elif redirect.result is not None:
+            result.set_result(redirect.result)
+    await _answer(writer, redirect.status, redirect.text)
 
 
 async def _answer(writer: asyncio.StreamWriter, status: int, text: str) -> None:

@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -43,6 +44,13 @@ def token_path(home: Path, server: str) -> Path:
     slug = _SLUG.sub("-", server.lower()).strip("-")[:40] or "server"
     digest = hashlib.sha256(server.encode()).hexdigest()[:8]
     return home / AUTH_DIR / f"{slug}-{digest}.json"
+
+
+def expiry_of(value: Any) -> float | None:
+    """A stored `expires_at` as a time, or None when it is absent or not a plausible epoch time."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value) if 0 < value < 1e11 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +104,7 @@ class TokenFile:
         tokens = data.get("tokens")
         if not isinstance(tokens, dict) or not tokens.get("access_token"):
             return AuthState(False, client_registered=isinstance(data.get("client_info"), dict))
-        expires = data.get("expires_at")
-        return AuthState(True, float(expires) if isinstance(expires, int | float) else None,
+        return AuthState(True, expiry_of(data.get("expires_at")),
                          bool(tokens.get("refresh_token")), isinstance(data.get("client_info"), dict))
 
     # -- writing ----------------------------------------------------------------------------------

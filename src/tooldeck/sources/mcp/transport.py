@@ -127,13 +127,13 @@ def response_observer(evidence: Evidence, *, stream_get: bool = False) -> Callab
         # Streamable HTTP's optional GET event stream may be refused (405) by servers without one.
         if request.method != "POST" and not (stream_get and request.method == "GET"):
             return
-        if request.extensions.get("tooldeck_oauth"):  # the OAuth flow's own requests (auth.AUTH_REQUEST)
-            return
         try:
             headers = response.headers
             status, content_type = response.status_code, headers.get("content-type", "")
             if plain_success(status, content_type):  # every call's path: no parsing, no allocation
                 evidence.succeeded()
+                return
+            if request.extensions.get("tooldeck_oauth"):  # the OAuth flow's own requests (auth.AUTH_REQUEST)
                 return
             evidence.add_reply(HttpReply(
                 _jsonrpc_method(request), shown_url(str(request.url)), status, response.reason_phrase, content_type,
