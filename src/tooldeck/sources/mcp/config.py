@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tooldeck.sources.mcp import config_entries as entries
 from tooldeck.sources.mcp.config_checks import check_aliases, expand, problems, url_problem
 from tooldeck.sources.mcp.errors import (
     CONFIG_ENDPOINT_CONFLICT,
@@ -30,14 +31,13 @@ from tooldeck.sources.mcp.errors import (
     CONFIG_UNREADABLE,
     McpConfigError,
 )
-from tooldeck.sources.mcp.tokens import token_path
+from tooldeck.sources.mcp.oauth_config import OAuthPlan, OAuthSettings, oauth_plan
 
 TOML_FILE = "tooldeck.toml"
 JSON_FILE = "mcp.json"
 
 Permission = Literal["off", "ask", "allow"]
 Transport = Literal["stdio", "http", "sse"]
-Grant = Literal["authorization_code", "client_credentials"]
 Names = Literal["prefixed", "original"]
 NAMES_MODES: tuple[str, ...] = ("prefixed", "original")
 ALIAS_MAX = 20
@@ -47,50 +47,12 @@ _ALIAS = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 DEFAULT_CALL_TIMEOUT_S = 60.0
 
-_TYPE_ALIASES: dict[str, Transport] = {
-    "stdio": "stdio", "http": "http", "streamable-http": "http", "streamable_http": "http",
-    "streamablehttp": "http", "sse": "sse",
-}
-# Keys of other clients' mcp.json entries that mean nothing here and are ignored.
-_JSON_ONLY_IGNORED = {"autoApprove", "alwaysAllow", "timeout", "description", "transportType", "disabledTools", "name"}
 
 
 class ToolSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     permission: Permission | None = None
     timeout_s: float | None = Field(default=None, gt=0)
-
-
-class OAuthSettings(BaseModel):
-    """`oauth` of an HTTP server entry (docs/mcp.md, Authorization). Client id and secret take `${VAR}`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    enabled: bool = True
-    """`"oauth": false` in an entry is short for `{"enabled": false}`."""
-    grant: Grant = "authorization_code"
-    client_id: str | None = None
-    """A pre-registered client; without it the client registers itself (RFC 7591) on the first login."""
-    client_secret: str | None = None
-    scopes: list[str] | str | None = None
-    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
-    issuer: str | None = None
-    """The authorization server the client credentials belong to (they are sent to no other)."""
-    private_key: str | None = None
-    """With the client-credentials grant: a PEM private key (`${VAR}`) to authenticate with a signed JWT
-    (`private_key_jwt`, RFC 7523) instead of `client_secret`."""
-    signing_algorithm: str = "RS256"
-    client_metadata_url: str | None = None
-    """An https URL of this client's metadata document, used as its client id where the authorization
-    server supports that (client ID metadata documents) instead of registering."""
-    callback_port: int = Field(default=0, ge=0, le=65535)
-    """The loopback port of `tooldeck mcp login`'s redirect (0: any free port) for a client registered with
-    a fixed redirect URI."""
-
-    @property
-    def scope(self) -> str | None:
-        if self.scopes is None:
-            return None
-        return " ".join(self.scopes) if isinstance(self.scopes, list) else self.scopes
 
 
 class ServerConfig(BaseModel):
@@ -215,42 +177,6 @@ class Endpoint:
     oauth: OAuthPlan | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class OAuthPlan:
-    """How one HTTP connection authenticates with OAuth (`auth.py`), after `${VAR}` expansion."""
-
-    server: str
-    url: str
-    token_path: Path
-    grant: Grant = "authorization_code"
-    client_id: str | None = None
-    client_secret: str | None = field(default=None, repr=False)
-    scope: str | None = None
-    token_endpoint_auth_method: str | None = None
-    issuer: str | None = None
-    callback_port: int = 0
-    transport: Transport = "http"
-    private_key: str | None = field(default=None, repr=False)
-    signing_algorithm: str = "RS256"
-    client_metadata_url: str | None = None
-
-
-def oauth_plan(server: ServerConfig, home: Path, environ: Mapping[str, str] | None = None) -> OAuthPlan | None:
-    """The OAuth plan of an HTTP entry, or None (stdio, `"oauth": false`, or its own `Authorization` header)."""
-    if not server.uses_oauth or server.url is None:
-        return None
-    settings = server.oauth
-    where = f"{server.source}: server {server.name!r} oauth"
-    secret = settings.client_secret
-    return OAuthPlan(
-        server.name, server.url, token_path(home, server.name), settings.grant,
-        expand(settings.client_id, f"{where}.client_id", environ) if settings.client_id else None,
-        expand(secret, f"{where}.client_secret", environ) if secret else None, settings.scope,
-        settings.token_endpoint_auth_method, settings.issuer, settings.callback_port, server.transport,
-        expand(settings.private_key, f"{where}.private_key", environ) if settings.private_key else None,
-        settings.signing_algorithm, settings.client_metadata_url)
-
-
 def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = None,
                      base_dir: Path | None = None) -> Endpoint:
     """Expand `${VAR}` in args, env, headers and cwd; a relative `cwd` is taken from `base_dir` (the home
@@ -310,7 +236,7 @@ def load(home: str | Path) -> McpConfig | None:
             files.append(str(toml_path))
     if json_path.is_file():
         data = _read_json(json_path)
-        json_servers = _json_servers(json_path, data)
+        json_servers = entries.json_servers(json_path, data)
         files.append(str(json_path))
     if not files:
         return None
@@ -321,14 +247,14 @@ def load(home: str | Path) -> McpConfig | None:
         sources: list[str] = []
         prefix = ""
         if name in json_servers:
-            raw.update(_normalize_json_entry(json_path, name, json_servers[name]))
+            raw.update(entries.normalize_json_entry(json_path, name, json_servers[name]))
             sources.append(str(json_path))
             prefix = f"mcpServers.{name}"
         if name in toml_servers:
             entry = toml_servers[name]
             if not isinstance(entry, dict):
                 raise McpConfigError(CONFIG_INVALID, f"{toml_path}: `mcp.servers.{name}` must be a table")
-            entry = _normalize_type(toml_path, f"mcp.servers.{name}", dict(entry))
+            entry = entries.normalize_type(toml_path, f"mcp.servers.{name}", dict(entry))
             tools = {**raw.get("tools", {}), **entry.pop("tools", {})} if "tools" in entry or "tools" in raw else None
             raw.update(entry)
             if tools is not None:
@@ -364,48 +290,6 @@ def _read_json(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise McpConfigError(CONFIG_UNPARSABLE, f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} "
                              f"column {exc.colno}") from exc
-
-
-def _json_servers(path: Path, data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise McpConfigError(CONFIG_INVALID, f'{path}: the top level must be an object like {{"mcpServers": {{...}}}}')
-    key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
-    if key is None:
-        return {}
-    servers = data[key]
-    if not isinstance(servers, dict):
-        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` must be an object mapping server names to servers")
-    return servers
-
-
-def _normalize_json_entry(path: Path, name: str, entry: Any) -> dict[str, Any]:
-    key = f"mcpServers.{name}"
-    if not isinstance(entry, dict):
-        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` must be an object with `command` or `url`")
-    out = {k: v for k, v in entry.items() if k not in _JSON_ONLY_IGNORED}
-    if "disabled" in out:
-        disabled = out.pop("disabled")
-        if not isinstance(disabled, bool):
-            raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.disabled` must be true or false")
-        out.setdefault("paused", disabled)
-    return _normalize_type(path, key, out)
-
-
-def _normalize_type(path: Path, key: str, entry: dict[str, Any]) -> dict[str, Any]:
-    if "transport" in entry:  # `"transport": "sse"` is another name of `type`
-        transport = entry.pop("transport")
-        if "type" in entry and entry["type"] != transport:
-            raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` has both `type` ({entry['type']!r}) and "
-                                 f"`transport` ({transport!r}); keep one")
-        entry["type"] = transport
-    kind = entry.get("type")
-    if kind is None:
-        return entry
-    if not isinstance(kind, str) or kind.lower() not in _TYPE_ALIASES:
-        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.type` is {kind!r}; expected stdio, http (streamable "
-                             "HTTP) or sse (the 2024-11-05 HTTP+SSE transport)")
-    entry["type"] = _TYPE_ALIASES[kind.lower()]
-    return entry
 
 
 def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerConfig:
