@@ -1,7 +1,9 @@
 """What OAuth costs per MCP call: a tooldeck `Runtime` calling `echo` on the OAuth fixture server
 (`tests/mcp/fixtures/oauth_server.py`) with the signed-in token sent by tooldeck's OAuth provider
 (`sources/mcp/auth.py`: the SDK's auth flow, the expiry check, the stored token) vs the same token sent
-as a plain `Authorization` header from the entry (no provider), measured round-robin in one run.
+as a plain `Authorization` header from the entry (no provider), measured round-robin in one run; and
+the provider's own cost per request, an httpx2 client with and without it on an in-memory transport
+(no network, no server: what the auth flow adds to every request, beside the same client without it).
 
     python -m bench.mcp_auth_bench
 """
@@ -56,6 +58,7 @@ def main() -> None:
             token = json.loads(plan.token_path.read_text())["tokens"]["access_token"]
             header_home = _home(Path(tmp) / "header", {"url": url, "headers": {"Authorization": f"Bearer {token}"}})
             asyncio.run(_measure(oauth_home, header_home))
+            asyncio.run(_provider_cost(oauth_home))
     finally:
         proc.terminate()
         proc.wait(10)
@@ -80,6 +83,31 @@ async def _measure(oauth_home: Path, header_home: Path) -> None:
     base = rows["header"]
     for name, ms in rows.items():
         print(f"{name:8s} {ms:7.3f} ms  {ms / base:5.2f}x header")
+
+
+async def _provider_cost(home: Path) -> None:
+    from tooldeck.sources.mcp.auth import TooldeckOAuth
+
+    config = cfg.load(home)
+    assert config is not None
+    plan = cfg.oauth_plan(config.servers["web"], home)
+    assert plan is not None
+
+    def answer(_request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    transport = httpx2.MockTransport(answer)
+    async with (httpx2.AsyncClient(transport=transport) as bare,
+                httpx2.AsyncClient(transport=transport, auth=TooldeckOAuth(plan)) as authed):
+        def post(client: httpx2.AsyncClient) -> Any:
+            async def one() -> None:
+                await client.post("http://127.0.0.1/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            return one
+
+        rows = await ainterleaved_ms({"no auth": post(bare), "provider": post(authed)}, 50, REPEATS)
+    base = rows["no auth"]
+    for name, ms in rows.items():
+        print(f"{name:8s} {ms * 1e3:7.1f} us  {ms / base:5.2f}x no auth  (+{(ms - base) * 1e3:.1f} us)")
 
 
 if __name__ == "__main__":
