@@ -176,6 +176,7 @@ def test_a_revoked_sign_in_asks_to_log_in_again(oauth: AuthFixture, tmp_path: Pa
     with Runtime(home) as rt:
         inv = rt.invocation()
         assert call(inv, "mcp__web__echo", {"message": "before"}).content == "Echo: before"
+        dead = [_stored(home)["tokens"]["access_token"], _stored(home)["tokens"]["refresh_token"]]
         oauth.admin("revoke")  # access and refresh tokens: the refresh fails with invalid_grant
         _age_token(home)
         result = call(inv, "mcp__web__echo", {"message": "after"})
@@ -186,6 +187,11 @@ def test_a_revoked_sign_in_asks_to_log_in_again(oauth: AuthFixture, tmp_path: Pa
     out = subprocess.run([str(TOOLDECK), "mcp", "refresh", "web", "--home", str(home)], capture_output=True,
                          text=True)
     assert out.returncode == 1 and "answered HTTP 401" in out.stdout and "tooldeck mcp login web" in out.stdout
+    # The failure (model text, the failure file, the records, the CLI) never carries the dead tokens.
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file() and "mcp-auth" not in p.parts)
+    for secret in dead:
+        assert secret not in result.content and secret not in out.stdout + out.stderr
+        assert secret.encode() not in stored
 
 
 def test_client_credentials_from_env_vars(tmp_path: Path) -> None:
