@@ -19,6 +19,7 @@ import errno
 import logging
 import socket
 import ssl
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ from typing import Any
 
 import anyio
 import httpx2
-from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 
@@ -68,6 +68,14 @@ def _not_mcp(f: Facts) -> bool:
     return (f.reply is not None and not f.reply.speaks_mcp) or f.mcp_code == PARSE_ERROR
 
 
+def _oauth_flow_failed(f: Facts) -> bool:
+    if "mcp.client.auth" not in sys.modules:  # no OAuth code ran in this process: keep the SDK's auth unloaded
+        return False
+    from mcp.client.auth import OAuthFlowError
+
+    return f.first(OAuthFlowError) is not None
+
+
 _CLOSED_STREAM = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError)
 
 RULES: tuple[Rule, ...] = (
@@ -80,7 +88,7 @@ RULES: tuple[Rule, ...] = (
         f.first(PermissionError) is not None or f.os_errno(errno.EACCES, errno.ENOEXEC) is not None),
          causes.not_executable),
     # tooldeck's OAuth flow failed (discovery, registration, the token endpoint: `auth.py`).
-    Rule(codes.OAUTH_FAILED, lambda f: f.first(OAuthFlowError) is not None, causes_auth.oauth_failed),
+    Rule(codes.OAUTH_FAILED, _oauth_flow_failed, causes_auth.oauth_failed),
     # What an HTTP server answered (the SDK reduces it to a generic JSON-RPC error).
     Rule(codes.AUTH_REQUIRED, lambda f: _status(401, 401)(f) or _challenge_error("invalid_token")(f),
          causes_auth.auth_required),
