@@ -289,3 +289,14 @@ def test_oauth_config_keys_are_checked(tmp_path: Path) -> None:
     plan = cfg.oauth_plan(config.servers["web"], tmp_path, environ={"WEB_ID": "id", "WEB_SECRET": "s3"})
     assert plan is not None and (plan.client_id, plan.client_secret, plan.scope) == ("id", "s3", "a b")
     assert "s3" not in repr(plan)
+
+
+def test_login_of_a_client_credentials_server_just_gets_a_token(tmp_path: Path) -> None:
+    for fx in _serve("--client", "svc:hunter22"):
+        home = _home(tmp_path, fx.url, oauth={"grant": "client_credentials", "client_id": "svc",
+                                               "client_secret": "hunter22"})
+        out = subprocess.run([str(TOOLDECK), "mcp", "login", "web", "--home", str(home)], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0 and "web: logged in, expires" in out.stdout, out.stderr
+        assert "/authorize" not in out.stdout and [e["grant"] for e in fx.events("token")] == ["client_credentials"]
+        assert stat.S_IMODE(token_path(home, "web").stat().st_mode) == 0o600

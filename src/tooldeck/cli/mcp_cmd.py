@@ -29,9 +29,7 @@ from tooldeck.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from tooldeck.sources.mcp import Failure, McpManager
-    from tooldeck.sources.mcp.config import OAuthPlan
-    from tooldeck.sources.mcp.tokens import AuthState
+    from tooldeck.sources.mcp import AuthState, Failure, McpManager, OAuthPlan
 
 mcp_app = cli_app(name="mcp", no_args_is_help=True,
                   help="MCP servers: list them, show their tools, refresh catalogs, sign in (OAuth).")
@@ -134,29 +132,26 @@ def list_servers(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -
 
 def _auth_states(manager: McpManager) -> dict[str, AuthState]:
     """The OAuth sign-in of every server OAuth applies to (read from the token files; no token is shown)."""
-    from tooldeck.sources.mcp.tokens import TokenFile, token_path
+    from tooldeck.sources.mcp import sign_in_state
 
-    out: dict[str, AuthState] = {}
-    for name, server in manager.config.servers.items():
-        if server.uses_oauth and server.url is not None:
-            out[name] = TokenFile(token_path(manager.home, name), server.url).state()
-    return out
+    states = {name: sign_in_state(manager.home, server) for name, server in manager.config.servers.items()}
+    return {name: state for name, state in states.items() if state is not None}
 
 
 def _plan(home: Path, server: str) -> OAuthPlan:
     """The OAuth plan of a configured server, or a usage error saying why it has none."""
     from tooldeck.core.errors import TooldeckError
-    from tooldeck.sources.mcp import config as cfg
+    from tooldeck.sources.mcp import load, oauth_plan
 
     try:
-        config = cfg.load(home)
+        config = load(home)
         if config is None:
             fail_usage(_no_servers(home))
         entry = config.servers.get(server)
         if entry is None:
             known = ", ".join(sorted(config.servers)) or "none"
             fail_usage(f"mcp.unknown_server: no MCP server named {server!r}; configured: {known}")
-        plan = cfg.oauth_plan(entry, home)
+        plan = oauth_plan(entry, home)
     except TooldeckError as exc:
         usage_errors(exc)
     if plan is None:
@@ -180,8 +175,8 @@ def login(
     import webbrowser
 
     from tooldeck.cli.table import clean
-    from tooldeck.sources.mcp.login import NotNeeded, first_cause
-    from tooldeck.sources.mcp.login import login as run_login
+    from tooldeck.sources.mcp import NotNeeded, client_credentials_login, first_cause
+    from tooldeck.sources.mcp import login as run_login
 
     plan = _plan(home, server)
     started()
@@ -195,7 +190,7 @@ def login(
     try:
         with _own_report():
             if plan.grant == "client_credentials":
-                state = asyncio.run(_client_credentials(plan))
+                state = asyncio.run(client_credentials_login(plan))
             else:
                 state = asyncio.run(run_login(plan, show, timeout=timeout))
     except NotNeeded as exc:
@@ -213,26 +208,9 @@ def login(
     typer.echo(clean(f"{server}: {state.text()}; tokens in {plan.token_path}", one_line=True))
 
 
-async def _client_credentials(plan: OAuthPlan) -> AuthState:
-    """A token by the client-credentials grant, got by opening a session as a connection would."""
-    from mcp import Client
-
-    from tooldeck.sources.mcp.auth import provider_for, tokens_of
-    from tooldeck.sources.mcp.client import CLIENT_INFO
-    from tooldeck.sources.mcp.config import Endpoint
-    from tooldeck.sources.mcp.evidence import Evidence
-    from tooldeck.sources.mcp.transport import open_transport
-
-    transport = open_transport(Endpoint(plan.transport, url=plan.url), None, 30.0, Evidence(),
-                               auth=provider_for(plan))
-    async with Client(transport, client_info=CLIENT_INFO) as client:
-        await client.list_tools()
-    return tokens_of(plan).state()
-
-
 def logout(server: ServerArgument, home: HomeOption = DEFAULT_HOME) -> None:
     """Forget a server's OAuth tokens and client registration."""
-    from tooldeck.sources.mcp.login import logout as run_logout
+    from tooldeck.sources.mcp import logout as run_logout
 
     plan = _plan(home, server)
     typer.echo(f"{server}: signed out" if run_logout(plan) else f"{server}: was not signed in")

@@ -20,17 +20,18 @@ import contextlib
 import html
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from mcp import Client
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult
 
-from tooldeck.sources.mcp.auth import TooldeckOAuth, tokens_of
+from tooldeck.sources.mcp.auth import TooldeckOAuth, provider_for, tokens_of
 from tooldeck.sources.mcp.client import CLIENT_INFO
-from tooldeck.sources.mcp.config import Endpoint, OAuthPlan
+from tooldeck.sources.mcp.config import Endpoint, OAuthPlan, ServerConfig
 from tooldeck.sources.mcp.evidence import Evidence
-from tooldeck.sources.mcp.tokens import AuthState
+from tooldeck.sources.mcp.tokens import AuthState, TokenFile, token_path
 from tooldeck.sources.mcp.transport import open_transport
 
 CALLBACK_PATH = "/callback"
@@ -192,6 +193,22 @@ def first_cause(exc: BaseException) -> BaseException:
 
     walk(exc)
     return next((e for e in leaves if isinstance(e, OAuthFlowError)), leaves[0] if leaves else exc)
+
+
+async def client_credentials_login(plan: OAuthPlan) -> AuthState:
+    """A token by the client-credentials grant (no person), got by opening a session as a connection would."""
+    transport = open_transport(Endpoint(plan.transport, url=plan.url), None, 30.0, Evidence(),
+                               auth=provider_for(plan))
+    async with Client(transport, client_info=CLIENT_INFO) as client:
+        await client.list_tools()
+    return tokens_of(plan).state()
+
+
+def sign_in_state(home: Path, server: ServerConfig) -> AuthState | None:
+    """What `tooldeck mcp list` shows of a server's sign-in; None when OAuth does not apply to it."""
+    if not server.uses_oauth or server.url is None:
+        return None
+    return TokenFile(token_path(home, server.name), server.url).state()
 
 
 def logout(plan: OAuthPlan) -> bool:
