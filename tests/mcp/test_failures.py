@@ -344,7 +344,7 @@ def test_sdk_auth_no_token_wrong_token_weak_token_then_the_right_one(auth_fixtur
     assert failures["none"].code == "mcp.auth_required"
     assert failures["none"].details["resource_metadata"] == metadata
     assert "error=invalid_token, Authentication required" in failures["none"].summary
-    assert failures["none"].advice.startswith("Get an access token for this server")
+    assert failures["none"].advice.startswith("Sign in with `tooldeck mcp login none`")
     assert failures["wrong"].code == "mcp.auth_required"
     assert failures["wrong"].advice.startswith("The server rejected the `Authorization` header configured in")
     assert failures["weak"].code == "mcp.auth_forbidden"

@@ -1,4 +1,5 @@
-"""`tooldeck mcp list | tools SERVER | refresh [SERVER]`: the configured MCP servers and their tools.
+"""`tooldeck mcp list | tools SERVER | refresh [SERVER] | login SERVER | logout SERVER`: the configured MCP
+servers, their tools, and the OAuth sign-in of HTTP servers (`sources/mcp/login.py`).
 
 A server that failed shows its failure code, the cause and the next step; these commands print it
 themselves, so the `tooldeck.mcp` warnings that say the same are held back while they run. The MCP
@@ -28,9 +29,10 @@ from tooldeck.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from tooldeck.sources.mcp import Failure, McpManager
+    from tooldeck.sources.mcp import AuthState, Failure, McpManager, OAuthPlan
 
-mcp_app = cli_app(name="mcp", no_args_is_help=True, help="MCP servers: list them, show their tools, refresh catalogs.")
+mcp_app = cli_app(name="mcp", no_args_is_help=True,
+                  help="MCP servers: list them, show their tools, refresh catalogs, sign in (OAuth).")
 ServerArgument = Annotated[str, typer.Argument(metavar="SERVER", help="The server's name, as in the config.")]
 
 
@@ -101,12 +103,14 @@ def list_servers(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -
         return
     try:
         statuses = manager.status()
+        auth = _auth_states(manager)
     finally:
         manager.close()
     if as_json:
-        print_json([s.to_dict() for s in statuses])
+        print_json([{**s.to_dict(), "auth": auth[s.name].to_dict() if s.name in auth else None} for s in statuses])
         return
     columns = [Column("server", "id"), Column("state", "text", min_width=6), Column("tools", "number"),
+               Column("auth", "text", drop=6, min_width=4),
                Column("transport", "text", drop=2, min_width=5), Column("registration", "id", drop=1),
                Column("discovered", "id", drop=3), Column("endpoint", "text", drop=4, min_width=16),
                Column("problem", "text", drop=5, min_width=20)]
@@ -115,7 +119,8 @@ def list_servers(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -
         problems = [d.message for d in s.diagnostics if d.code != "mcp.server_paused"]
         problem = (f"{s.failure.summary} [{s.failure.code}, {_when(s.failure.at)}]" if s.failure
                    else "; ".join(problems[:2]))
-        rows.append((s.name, s.state, f"{s.tools_offered}/{s.tools_total}", s.transport, s.registration_id,
+        sign_in = auth[s.name].text() if s.name in auth else "-"
+        rows.append((s.name, s.state, f"{s.tools_offered}/{s.tools_total}", sign_in, s.transport, s.registration_id,
                      _when(s.fetched_at), s.endpoint, problem))
     typer.echo(render(columns, rows), nl=False)
     for s in statuses:
@@ -123,6 +128,92 @@ def list_servers(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -
             typer.echo(clean(f"{s.name}: {s.failure.code}: {s.failure.summary}", one_line=True))
             for line in _failure_lines(s.failure):
                 typer.echo(clean(line, one_line=False))
+
+
+def _auth_states(manager: McpManager) -> dict[str, AuthState]:
+    """The OAuth sign-in of every server OAuth applies to (read from the token files; no token is shown)."""
+    from tooldeck.sources.mcp import sign_in_state
+
+    states = {name: sign_in_state(manager.home, server) for name, server in manager.config.servers.items()}
+    return {name: state for name, state in states.items() if state is not None}
+
+
+def _plan(home: Path, server: str) -> OAuthPlan:
+    """The OAuth plan of a configured server, or a usage error saying why it has none."""
+    from tooldeck.core.errors import TooldeckError
+    from tooldeck.sources.mcp import load, oauth_plan
+
+    try:
+        config = load(home)
+        if config is None:
+            fail_usage(_no_servers(home))
+        entry = config.servers.get(server)
+        if entry is None:
+            known = ", ".join(sorted(config.servers)) or "none"
+            fail_usage(f"mcp.unknown_server: no MCP server named {server!r}; configured: {known}")
+        plan = oauth_plan(entry, home)
+    except TooldeckError as exc:
+        usage_errors(exc)
+    if plan is None:
+        why = ("it is a stdio server (OAuth is for HTTP servers)" if entry.url is None else
+               "its entry sets `\"oauth\": false`" if not entry.oauth.enabled else
+               "its entry sends its own `Authorization` header")
+        fail_usage(f"MCP server {server!r} does not sign in with OAuth: {why}")
+    return plan
+
+
+def login(
+    server: ServerArgument,
+    home: HomeOption = DEFAULT_HOME,
+    open_browser: Annotated[bool, typer.Option("--open", help="Also open the URL in the default browser.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", min=1,
+                                           help="How long to wait for the sign-in.")] = 300.0,
+) -> None:
+    """Sign in to an HTTP server with OAuth: prints the authorization URL, takes the redirect on 127.0.0.1 and
+    stores the token under the home dir (mode 0600). Client-credentials servers just get a token."""
+    import asyncio
+    import webbrowser
+
+    from tooldeck.cli.table import clean
+    from tooldeck.sources.mcp import NotNeeded, client_credentials_login, first_cause
+    from tooldeck.sources.mcp import login as run_login
+
+    plan = _plan(home, server)
+    started()
+
+    async def show(url: str) -> None:
+        typer.echo(f"Open this URL in a browser to sign in to {server}:\n\n  {url}\n")
+        typer.echo("Waiting for the sign-in (the browser is sent back to 127.0.0.1) ...")
+        if open_browser:
+            webbrowser.open(url)
+
+    try:
+        with _own_report():
+            if plan.grant == "client_credentials":
+                state = asyncio.run(client_credentials_login(plan))
+            else:
+                state = asyncio.run(run_login(plan, show, timeout=timeout))
+    except NotNeeded as exc:
+        typer.echo(clean(f"{server}: no sign-in needed: {exc}", one_line=True))
+        return
+    except TimeoutError:
+        typer.echo(f"error: mcp.login_failed: no sign-in within {timeout:g} s; run `tooldeck mcp login {server}` "
+                   "again", err=True)
+        raise typer.Exit(1) from None
+    except Exception as exc:  # the flow's own errors, the server's, the network's; never a token in them
+        cause = first_cause(exc)
+        typer.echo(clean(f"error: mcp.login_failed: {server}: {type(cause).__name__}: {cause}", one_line=True),
+                   err=True)
+        raise typer.Exit(1) from None
+    typer.echo(clean(f"{server}: {state.text()}; tokens in {plan.token_path}", one_line=True))
+
+
+def logout(server: ServerArgument, home: HomeOption = DEFAULT_HOME) -> None:
+    """Forget a server's OAuth tokens and client registration."""
+    from tooldeck.sources.mcp import logout as run_logout
+
+    plan = _plan(home, server)
+    typer.echo(f"{server}: signed out" if run_logout(plan) else f"{server}: was not signed in")
 
 
 def tools(
@@ -209,3 +300,5 @@ def refresh(
 mcp_app.command("list")(list_servers)
 mcp_app.command("tools")(tools)
 mcp_app.command("refresh")(refresh)
+mcp_app.command("login")(login)
+mcp_app.command("logout")(logout)

@@ -17,7 +17,10 @@ What a host or an integration needs, with no import from the modules behind it:
   relaying the servers' resources and prompts: `McpManager.upstream`, the names scheme (`assign_uris`,
   `decode_uri`, `assign_prompts`), `Watches` (resource subscriptions) and `ConnectFailed` (a server that
   cannot be reached);
-- for a library host with no MCP client in front: `McpCallbacks` (set on `McpManager.callbacks`).
+- for a library host with no MCP client in front: `McpCallbacks` (set on `McpManager.callbacks`);
+- OAuth sign-in (`tooldeck mcp login`): `oauth_plan` (an entry's `OAuthPlan`), `login` (the browser flow),
+  `client_credentials_login`, `logout`, `sign_in_state` (an `AuthState`, never a token), `NotNeeded`, and
+  `first_cause` (the exception that explains a failed login).
 
 Every name is imported on first use (PEP 562): importing this package, or `config` and `wiring`
 inside it, does not import the MCP SDK (about half a second), so a Runtime whose home configures no
@@ -39,14 +42,33 @@ if typing.TYPE_CHECKING:
     from tooldeck.sources.mcp.errors import McpConfigError
     from tooldeck.sources.mcp.evidence import Evidence
     from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Target
+    from tooldeck.sources.mcp.login import (
+        NotNeeded,
+        client_credentials_login,
+        first_cause,
+        login,
+        logout,
+        sign_in_state,
+    )
     from tooldeck.sources.mcp.manager import McpManager
     from tooldeck.sources.mcp.namespace import assign_prompts, assign_uris, decode_uri
+    from tooldeck.sources.mcp.oauth_config import OAuthPlan, oauth_plan
     from tooldeck.sources.mcp.relay import collect_results
     from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
+    from tooldeck.sources.mcp.tokens import AuthState
     from tooldeck.sources.mcp.watches import Watches
 
 # public name -> the module that defines it (`errors` is the module itself)
 _EXPORTS = {
+    "AuthState": "tokens",
+    "NotNeeded": "login",
+    "OAuthPlan": "oauth_config",
+    "client_credentials_login": "login",
+    "first_cause": "login",
+    "login": "login",
+    "logout": "login",
+    "oauth_plan": "oauth_config",
+    "sign_in_state": "login",
     "CallFacts": "call_outcome",
     "CallOutcome": "call_outcome",
     "ConnectFailed": "failures",
@@ -79,6 +101,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AuthState",
     "CallFacts",
     "CallOutcome",
     "ConnectFailed",
@@ -88,6 +111,8 @@ __all__ = [
     "McpConfig",
     "McpConfigError",
     "McpManager",
+    "NotNeeded",
+    "OAuthPlan",
     "Peer",
     "Permission",
     "RefreshReport",
@@ -101,13 +126,19 @@ __all__ = [
     "assign_uris",
     "classify",
     "classify_call",
+    "client_credentials_login",
     "collect_results",
     "decode_uri",
     "errors",
     "expand",
+    "first_cause",
     "load",
+    "login",
+    "logout",
+    "oauth_plan",
     "relay_to",
     "result_output",
+    "sign_in_state",
 ]
 
 

@@ -126,75 +126,6 @@ def spawn(f: Facts) -> Said:
             f"Check `command`, `args` and `cwd` in {_where(f)}.")
 
 
-def _challenge_text(f: Facts) -> str:
-    c = f.challenge
-    if c is None:
-        return ""
-    error, description = c.params.get("error"), c.params.get("error_description")
-    said = ", ".join(filter(None, [f"error={error}" if error else "", clean_line(description, 200)
-                                   if description else ""]))
-    return f" ({c.scheme}{': ' + said if said else ''})"
-
-
-def _metadata(f: Facts) -> str | None:
-    if f.challenge is None:
-        return None
-    url = f.challenge.params.get("resource_metadata")
-    return clean_line(url, 500) if url else None
-
-
-def _token_var(f: Facts) -> str:
-    """An environment variable name for the server's token, e.g. `TIME_TOKEN` (valid in `${...}`)."""
-    stem = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in f.target.name.upper()).strip("_")
-    if not stem or stem[0].isdigit():
-        stem = f"MCP_{stem}".rstrip("_")
-    return f"{stem}_TOKEN"
-
-
-def _header_example(f: Facts) -> str:
-    var = _token_var(f)
-    if f.target.source.split(" + ")[0].endswith(".json"):
-        return f'`"headers": {{"Authorization": "Bearer ${{{var}}}"}}`'
-    return f'`headers = {{ Authorization = "Bearer ${{{var}}}" }}`'
-
-
-def auth_required(f: Facts) -> Said:
-    reply = f.reply
-    status = f"HTTP {reply.status}" if reply else "an authorization challenge"
-    meta = _metadata(f)
-    summary = f"requires authorization: {_url(f)} answered {status}{_challenge_text(f)}"
-    if meta:
-        summary += f"; resource metadata: {meta}"
-    where_tokens = (f" The resource metadata at {meta} names the authorization server that issues tokens."
-                    if meta else "")
-    if f.target.authorization:
-        advice = (f"The server rejected the `Authorization` header configured in {_where(f)}: the token is wrong "
-                  f"or has expired. Renew it, update the variable it comes from, {_refresh(f)}.{where_tokens}")
-    else:
-        advice = (f"Get an access token for this server and send it from {_where(f)}: {_header_example(f)}, with "
-                  f"{_token_var(f)} set in the environment tooldeck runs in (docs/mcp.md, Authorization); "
-                  f"tooldeck does not run an OAuth sign-in itself.{where_tokens}")
-    return summary, advice
-
-
-def auth_forbidden(f: Facts) -> Said:
-    reply = f.reply
-    status = f"HTTP {reply.status}" if reply else "an insufficient_scope challenge"
-    scope = f.challenge.params.get("scope") if f.challenge else None
-    needs = f" (it needs the scope `{clean_line(scope, 200)}`)" if scope else ""
-    summary = f"refused access: {_url(f)} answered {status}{_challenge_text(f)}"
-    if f.target.authorization:
-        advice = (f"The token configured in {_where(f)} is valid but not allowed to use this server{needs}. Get a "
-                  f"token with that permission and update the header, {_refresh(f)}.")
-    else:
-        advice = (f"The server refuses requests without a token{needs}: send one from {_where(f)}: "
-                  f"{_header_example(f)} (docs/mcp.md, Authorization).")
-    meta = _metadata(f)
-    if meta:
-        advice += f" The resource metadata at {meta} names the authorization server."
-    return summary, advice
-
-
 def _status(reply: HttpReply | None) -> str:
     if reply is None:
         return "an HTTP error"
@@ -211,7 +142,8 @@ def redirect(f: Facts) -> Said:
 def not_found(f: Facts) -> Said:
     return (f"could not be reached: {_url(f)} answered {_status(f.reply)}",
             f"Check `url` in {_where(f)}: it must be the server's streamable-HTTP MCP endpoint (often ending in "
-            "`/mcp`); SSE endpoints (often `/sse`) are not supported.")
+            "`/mcp`), or, for a server with the legacy SSE transport, its SSE endpoint (often `/sse`) with "
+            "`\"type\": \"sse\"`.")
 
 
 def server_error(f: Facts) -> Said:

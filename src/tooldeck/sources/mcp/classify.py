@@ -19,6 +19,7 @@ import errno
 import logging
 import socket
 import ssl
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 
-from tooldeck.sources.mcp import causes
+from tooldeck.sources.mcp import causes, causes_auth
 from tooldeck.sources.mcp import errors as codes
 from tooldeck.sources.mcp.challenge import bearer
 from tooldeck.sources.mcp.errors import McpConfigError
@@ -67,6 +68,14 @@ def _not_mcp(f: Facts) -> bool:
     return (f.reply is not None and not f.reply.speaks_mcp) or f.mcp_code == PARSE_ERROR
 
 
+def _oauth_flow_failed(f: Facts) -> bool:
+    if "mcp.client.auth" not in sys.modules:  # no OAuth code ran in this process: keep the SDK's auth unloaded
+        return False
+    from mcp.client.auth import OAuthFlowError
+
+    return f.first(OAuthFlowError) is not None
+
+
 _CLOSED_STREAM = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError)
 
 RULES: tuple[Rule, ...] = (
@@ -78,11 +87,13 @@ RULES: tuple[Rule, ...] = (
     Rule(codes.COMMAND_NOT_EXECUTABLE, lambda f: f.stdio and (
         f.first(PermissionError) is not None or f.os_errno(errno.EACCES, errno.ENOEXEC) is not None),
          causes.not_executable),
+    # tooldeck's OAuth flow failed (discovery, registration, the token endpoint: `auth.py`).
+    Rule(codes.OAUTH_FAILED, _oauth_flow_failed, causes_auth.oauth_failed),
     # What an HTTP server answered (the SDK reduces it to a generic JSON-RPC error).
     Rule(codes.AUTH_REQUIRED, lambda f: _status(401, 401)(f) or _challenge_error("invalid_token")(f),
-         causes.auth_required),
+         causes_auth.auth_required),
     Rule(codes.AUTH_FORBIDDEN, lambda f: _status(403, 403)(f) or _challenge_error("insufficient_scope")(f),
-         causes.auth_forbidden),
+         causes_auth.auth_forbidden),
     Rule(codes.HTTP_REDIRECT, _status(300, 399), causes.redirect),
     Rule(codes.HTTP_NOT_FOUND, lambda f: _status(404, 404)(f) or _status(410, 410)(f), causes.not_found),
     Rule(codes.HTTP_SERVER_ERROR, lambda f: _status(500, 599)(f) and f.reply is not None and f.reply.status != 501,

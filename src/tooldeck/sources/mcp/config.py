@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tooldeck.sources.mcp import config_entries as entries
 from tooldeck.sources.mcp.config_checks import check_aliases, expand, problems, url_problem
 from tooldeck.sources.mcp.errors import (
     CONFIG_ENDPOINT_CONFLICT,
@@ -30,12 +31,13 @@ from tooldeck.sources.mcp.errors import (
     CONFIG_UNREADABLE,
     McpConfigError,
 )
+from tooldeck.sources.mcp.oauth_config import OAuthPlan, OAuthSettings, oauth_plan
 
 TOML_FILE = "tooldeck.toml"
 JSON_FILE = "mcp.json"
 
 Permission = Literal["off", "ask", "allow"]
-Transport = Literal["stdio", "http"]
+Transport = Literal["stdio", "http", "sse"]
 Names = Literal["prefixed", "original"]
 NAMES_MODES: tuple[str, ...] = ("prefixed", "original")
 ALIAS_MAX = 20
@@ -45,12 +47,6 @@ _ALIAS = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 DEFAULT_CALL_TIMEOUT_S = 60.0
 
-_TYPE_ALIASES: dict[str, Transport] = {
-    "stdio": "stdio", "http": "http", "streamable-http": "http", "streamable_http": "http",
-    "streamablehttp": "http",
-}
-# Keys of other clients' mcp.json entries that mean nothing here and are ignored.
-_JSON_ONLY_IGNORED = {"autoApprove", "alwaysAllow", "timeout", "description", "transportType", "disabledTools", "name"}
 
 
 class ToolSettings(BaseModel):
@@ -60,7 +56,7 @@ class ToolSettings(BaseModel):
 
 
 class ServerConfig(BaseModel):
-    """One server. Exactly one of `command` (stdio) or `url` (streamable HTTP)."""
+    """One server. Exactly one of `command` (stdio) or `url` (streamable HTTP, or legacy HTTP+SSE)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -83,6 +79,19 @@ class ServerConfig(BaseModel):
     """`auto` probes for the 2026 protocol and falls back to the initialize handshake; `legacy` forces it."""
     alias: str | None = None
     """The server part of its tools' call names (`mcp__<alias>__<tool>`) instead of the server's name."""
+    oauth: OAuthSettings = Field(default_factory=OAuthSettings)
+    """OAuth for an HTTP server (`auth.py`): on unless `false` or the entry sends its own `Authorization`."""
+
+    @field_validator("oauth", mode="before")
+    @classmethod
+    def _oauth_switch(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
+
+    @property
+    def uses_oauth(self) -> bool:
+        """OAuth applies: an HTTP server, `oauth` not off, and no `Authorization` header of its own."""
+        return (self.url is not None and self.oauth.enabled
+                and not any(k.lower() == "authorization" for k in self.headers))
 
     @field_validator("alias")
     @classmethod
@@ -107,12 +116,14 @@ class ServerConfig(BaseModel):
 
     @property
     def transport(self) -> Transport:
-        return "http" if self.url is not None else "stdio"
+        if self.url is None:
+            return "stdio"
+        return "sse" if self.type == "sse" else "http"
 
     def endpoint(self) -> dict[str, Any]:
         """What identifies the server: command + args, or the URL (as written, before `${VAR}` expansion)."""
         if self.url is not None:
-            return {"transport": "http", "url": self.url}
+            return {"transport": self.transport, "url": self.url}
         return {"transport": "stdio", "command": self.command, "args": list(self.args)}
 
     def endpoint_key(self) -> str:
@@ -163,6 +174,7 @@ class Endpoint:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    oauth: OAuthPlan | None = None
 
 
 def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = None,
@@ -172,7 +184,8 @@ def resolve_endpoint(server: ServerConfig, environ: Mapping[str, str] | None = N
     where = f"{server.source}: server {server.name!r}"
     if server.url is not None:
         headers = {k: expand(v, f"{where} headers.{k}", environ) for k, v in server.headers.items()}
-        return Endpoint("http", url=server.url, headers=headers)
+        plan = oauth_plan(server, base_dir, environ) if base_dir is not None else None
+        return Endpoint(server.transport, url=server.url, headers=headers, oauth=plan)
     args = [expand(a, f"{where} args[{i}]", environ) for i, a in enumerate(server.args)]
     env = {k: expand(v, f"{where} env.{k}", environ) for k, v in server.env.items()}
     cwd = None
@@ -223,7 +236,7 @@ def load(home: str | Path) -> McpConfig | None:
             files.append(str(toml_path))
     if json_path.is_file():
         data = _read_json(json_path)
-        json_servers = _json_servers(json_path, data)
+        json_servers = entries.json_servers(json_path, data)
         files.append(str(json_path))
     if not files:
         return None
@@ -234,14 +247,14 @@ def load(home: str | Path) -> McpConfig | None:
         sources: list[str] = []
         prefix = ""
         if name in json_servers:
-            raw.update(_normalize_json_entry(json_path, name, json_servers[name]))
+            raw.update(entries.normalize_json_entry(json_path, name, json_servers[name]))
             sources.append(str(json_path))
             prefix = f"mcpServers.{name}"
         if name in toml_servers:
             entry = toml_servers[name]
             if not isinstance(entry, dict):
                 raise McpConfigError(CONFIG_INVALID, f"{toml_path}: `mcp.servers.{name}` must be a table")
-            entry = _normalize_type(toml_path, f"mcp.servers.{name}", dict(entry))
+            entry = entries.normalize_type(toml_path, f"mcp.servers.{name}", dict(entry))
             tools = {**raw.get("tools", {}), **entry.pop("tools", {})} if "tools" in entry or "tools" in raw else None
             raw.update(entry)
             if tools is not None:
@@ -279,42 +292,6 @@ def _read_json(path: Path) -> Any:
                              f"column {exc.colno}") from exc
 
 
-def _json_servers(path: Path, data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise McpConfigError(CONFIG_INVALID, f'{path}: the top level must be an object like {{"mcpServers": {{...}}}}')
-    key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
-    if key is None:
-        return {}
-    servers = data[key]
-    if not isinstance(servers, dict):
-        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` must be an object mapping server names to servers")
-    return servers
-
-
-def _normalize_json_entry(path: Path, name: str, entry: Any) -> dict[str, Any]:
-    key = f"mcpServers.{name}"
-    if not isinstance(entry, dict):
-        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}` must be an object with `command` or `url`")
-    out = {k: v for k, v in entry.items() if k not in _JSON_ONLY_IGNORED}
-    if "disabled" in out:
-        disabled = out.pop("disabled")
-        if not isinstance(disabled, bool):
-            raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.disabled` must be true or false")
-        out.setdefault("paused", disabled)
-    return _normalize_type(path, key, out)
-
-
-def _normalize_type(path: Path, key: str, entry: dict[str, Any]) -> dict[str, Any]:
-    kind = entry.get("type")
-    if kind is None:
-        return entry
-    if not isinstance(kind, str) or kind.lower() not in _TYPE_ALIASES:
-        hint = " (SSE is not supported; use the server's streamable HTTP endpoint)" if kind == "sse" else ""
-        raise McpConfigError(CONFIG_INVALID, f"{path}: `{key}.type` is {kind!r}; expected stdio or http{hint}")
-    entry["type"] = _TYPE_ALIASES[kind.lower()]
-    return entry
-
-
 def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerConfig:
     if not name.strip() or any(ord(c) < 32 for c in name):
         raise McpConfigError(CONFIG_INVALID, f"{source}: server name {name!r} must be non-empty printable text")
@@ -329,6 +306,8 @@ def _server(name: str, raw: dict[str, Any], source: str, prefix: str) -> ServerC
                              "(streamable HTTP); add one")
     if server.command is not None and server.url is not None:
         raise McpConfigError(CONFIG_ENDPOINT_CONFLICT, f"{source}: `{prefix}` has both `command` and `url`; keep one")
+    if server.type == "sse" and server.url is None:
+        raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.type` is sse but the entry has no `url`")
     if server.type is not None and server.type != server.transport:
         raise McpConfigError(CONFIG_INVALID, f"{source}: `{prefix}.type` is {server.type} but the entry has "
                              f"{'`url`' if server.url else '`command`'}")

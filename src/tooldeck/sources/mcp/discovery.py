@@ -42,9 +42,10 @@ class Discovery:
         """What failure rules may know about a server's entry (never a secret)."""
         c = state.config
         line = shlex.join([c.command, *c.args]) if c.command is not None else c.endpoint_text()
-        return Target(c.name, c.source, c.transport, line, c.command, cwd or c.cwd, c.url,
-                      any(k.lower() == "authorization" for k in c.headers), c.connect_timeout_s,
-                      str(self.dirs.log(state.rid)))
+        authorization = any(k.lower() == "authorization" for k in c.headers)
+        return Target(c.name, c.source, c.transport, line, c.command, cwd or c.cwd, c.url, authorization,
+                      c.connect_timeout_s, str(self.dirs.log(state.rid)),
+                      oauth=c.uses_oauth)
 
     def connection(self, state: ServerState) -> ServerConnection:
         """The server's connection object (made once; raises McpConfigError when a `${VAR}` is not set)."""

@@ -42,6 +42,9 @@ class Target:
     """The entry sends an `Authorization` header."""
     connect_timeout_s: float = 30.0
     log_path: str | None = None
+    oauth: bool = False
+    """OAuth applies to the entry (an HTTP server without its own `Authorization` header or `"oauth": false`):
+    `tooldeck mcp login` is the way to a token."""
 
 
 @dataclass(frozen=True, slots=True)

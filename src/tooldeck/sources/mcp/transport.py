@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import httpx2
 import orjson
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
@@ -30,11 +31,19 @@ log = logging.getLogger("tooldeck.mcp")
 _HTTP_READ_TIMEOUT_S = 300.0
 
 
-def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence) -> Any:
-    """The SDK transport (an async context manager of streams) for `endpoint`; stdio needs `errlog`."""
-    if endpoint.transport == "http":
+def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence,
+                   auth: httpx2.Auth | None = None) -> Any:
+    """The SDK transport (an async context manager of streams) for `endpoint`; stdio needs `errlog`. HTTP
+    transports authenticate with `auth`, else with the endpoint's OAuth plan (`auth.provider_for`)."""
+    if endpoint.transport != "stdio":
         assert endpoint.url is not None
-        return _http_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence)
+        if auth is None:
+            from tooldeck.sources.mcp.auth import provider_for  # the SDK's OAuth code, only for HTTP servers
+
+            auth = provider_for(endpoint.oauth)
+        if endpoint.transport == "sse":
+            return _sse_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence, auth)
+        return _http_transport(endpoint.url, dict(endpoint.headers), connect_timeout, evidence, auth)
     assert endpoint.command is not None and errlog is not None
     params = StdioServerParameters(command=endpoint.command, args=list(endpoint.args), env=dict(endpoint.env) or None,
                                    cwd=endpoint.cwd)
@@ -109,18 +118,22 @@ def _jsonrpc_method(request: httpx2.Request) -> str:
     return method if isinstance(method, str) else ""
 
 
-def response_observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[None]]:
-    """An httpx response hook that keeps what each MCP POST got: status, content type, challenge, location."""
+def response_observer(evidence: Evidence, *, stream_get: bool = False) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """An httpx response hook that keeps what each MCP POST got: status, content type, challenge, location.
+    With `stream_get` (the SSE transport, whose session starts with a GET) the GETs too."""
 
     async def observe(response: httpx2.Response) -> None:
         request = response.request
-        if request.method != "POST":  # the GET event stream may be refused (405) by servers without one
+        # Streamable HTTP's optional GET event stream may be refused (405) by servers without one.
+        if request.method != "POST" and not (stream_get and request.method == "GET"):
             return
         try:
             headers = response.headers
             status, content_type = response.status_code, headers.get("content-type", "")
             if plain_success(status, content_type):  # every call's path: no parsing, no allocation
                 evidence.succeeded()
+                return
+            if request.extensions.get("tooldeck_oauth"):  # the OAuth flow's own requests (auth.AUTH_REQUEST)
                 return
             evidence.add_reply(HttpReply(
                 _jsonrpc_method(request), shown_url(str(request.url)), status, response.reason_phrase, content_type,
@@ -133,9 +146,24 @@ def response_observer(evidence: Evidence) -> Callable[[httpx2.Response], Awaitab
 
 @asynccontextmanager
 async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
-                          evidence: Evidence) -> AsyncIterator[Any]:
+                          evidence: Evidence, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
-    async with (httpx2.AsyncClient(headers=headers, timeout=timeout,
+    async with (httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
                                    event_hooks={"response": [response_observer(evidence)]}) as http,
                 streamable_http_client(url, http_client=http) as streams):
+        yield streams
+
+
+@asynccontextmanager
+async def _sse_transport(url: str, headers: dict[str, str], connect_timeout: float, evidence: Evidence,
+                         auth: httpx2.Auth | None) -> AsyncIterator[Any]:
+    """The 2024-11-05 HTTP+SSE transport: a GET event stream that names the URL to POST messages to."""
+
+    def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+               auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
+                                  event_hooks={"response": [response_observer(evidence, stream_get=True)]})
+
+    async with sse_client(url, headers=headers, timeout=connect_timeout, sse_read_timeout=_HTTP_READ_TIMEOUT_S,
+                          httpx_client_factory=client, auth=auth) as streams:
         yield streams

@@ -1,0 +1,84 @@
+"""Hypothesis tests of what tooldeck's OAuth code parses: the browser's redirect to the loopback listener
+(`login.read_redirect`) and the token file (`tokens.TokenFile`), whatever is in it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import tempfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tooldeck.sources.mcp.login import CALLBACK_PATH, read_redirect
+from tooldeck.sources.mcp.tokens import FORMAT, TokenFile, expiry_of
+
+URL = "http://127.0.0.1:9/mcp"
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | _text,
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
+                     max_leaves=12)
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(_text)
+def test_any_request_line_gives_an_answer(line: str) -> None:
+    redirect = read_redirect(line)
+    assert redirect.status in (200, 400, 404)
+    assert (redirect.status == 200) == (redirect.result is not None)
+    assert redirect.error is None or redirect.status == 400
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(code=_text.filter(bool), state=_text, extra=st.dictionaries(st.sampled_from(["iss", "x", "scope"]), _text))
+def test_a_redirect_with_a_code_round_trips(code: str, state: str, extra: dict[str, str]) -> None:
+    query = urlencode({"code": code, "state": state, **extra})
+    redirect = read_redirect(f"GET {CALLBACK_PATH}?{query} HTTP/1.1")
+    assert redirect.status == 200 and redirect.result is not None
+    assert redirect.result.code == code
+    assert redirect.result.state == (state or None)  # parse_qs drops empty values, as a browser sends none
+    assert redirect.result.iss == (extra.get("iss") or None)
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(error=_text.filter(bool), description=_text)
+def test_an_error_redirect_ends_the_login_with_its_text(error: str, description: str) -> None:
+    query = urlencode({"error": error, "error_description": description, "code": "c"})
+    redirect = read_redirect(f"GET {CALLBACK_PATH}?{query} HTTP/1.1")
+    assert redirect.status == 400 and redirect.result is None
+    assert redirect.error is not None and f"error={error}" in redirect.error
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(content=_json, raw=st.binary(max_size=80), use_raw=st.booleans(), same_url=st.booleans())
+def test_any_token_file_reads_as_state_or_nothing(content: object, raw: bytes, use_raw: bool,
+                                                  same_url: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.json"
+        if use_raw:
+            path.write_bytes(raw)
+        else:
+            if isinstance(content, dict) and same_url:
+                content = {**content, "format": FORMAT, "url": URL}
+            path.write_text(json.dumps(content))
+        file = TokenFile(path, URL)
+        data = file.read()
+        assert isinstance(data, dict)
+        assert not data or data["url"] == URL
+        state = file.state()
+        state.text()  # never raises, whatever the expiry
+        assert state.expires_at is None or math.isfinite(state.expires_at)
+        file.update(client_info={"client_id": "c"})  # any old content is replaced by a whole, private file
+        assert file.read()["client_info"] == {"client_id": "c"}
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(_json)
+def test_expiry_is_a_finite_time_or_none(value: object) -> None:
+    got = expiry_of(value)
+    assert got is None or (math.isfinite(got) and got > 0)
