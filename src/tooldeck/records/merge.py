@@ -1,0 +1,167 @@
+"""The journaled writes of a turn, and their merge into SQLite.
+
+Two writes go through the journal (records/journal.py, records/group.py): a turn's admission and a
+batch of its results, each as a journal entry (a JSON list):
+
+    ["a", invocation_id, round, owner_id, requested_at, n, dense, calls, refusals]
+        refusals: null, or [n, errors, unknown, recorded_at, results] (the turn's batch 0)
+    ["r", invocation_id, round, batch, n, errors, unknown, recorded_at, results]
+
+`calls` and `results` are the texts stored in the row (records/turns.py). In the process that wrote
+them they are committed from memory (`apply`): the admission gives the turn id its results need. A
+segment left by a dead process is merged from its entries (`merge_segment`), idempotently, because a
+process may die between the commit of a batch and the deletion of its segment: an admission whose
+turn is already there from the same owner, or a batch whose text the turn already holds, is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tooldeck.core.errors import TooldeckError
+from tooldeck.records import checked, turns
+from tooldeck.records import owner as owners
+from tooldeck.records import statements as sql
+from tooldeck.records.journal import Segment, decode, segments
+from tooldeck.records.schema import RESULT_BATCH_BITS
+
+logger = logging.getLogger("tooldeck.records")
+
+OWN_INVOCATION = "INSERT INTO owner_invocations (owner_id, invocation_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
+_TURN_OWNER = "SELECT owner_id FROM turns WHERE invocation_id = ? AND round = ?"
+_OWNER = "SELECT host, pid, token FROM owners WHERE owner_id = ?"
+_UNSETTLE = "UPDATE owners SET settled = 0 WHERE owner_id = ?"
+
+Read = Callable[[str, tuple[Any, ...]], list[Any]]
+WriteTx = Callable[[Callable[[sqlite3.Connection], Any]], Any]
+
+
+class Admission:
+    """A turn's admission (its `turns` row and, with refusals, batch 0 of its results)."""
+
+    __slots__ = ("at", "batch0", "calls", "dense", "invocation_id", "n", "owner_id", "round", "turn_id")
+
+    def __init__(self, invocation_id: str, round: int, owner_id: int, at: float, n: int, dense: int, calls: str,
+                 batch0: tuple[int, int, int, float, str] | None) -> None:
+        self.invocation_id, self.round, self.owner_id, self.at = invocation_id, round, owner_id, at
+        self.n, self.dense, self.calls, self.batch0 = n, dense, calls, batch0
+        self.turn_id: int | None = None
+        """Set when committed."""
+
+    def entry(self) -> list[Any]:
+        return ["a", self.invocation_id, self.round, self.owner_id, self.at, self.n, self.dense, self.calls,
+                self.batch0]
+
+    def apply(self, conn: sqlite3.Connection, conflicted: set[tuple[str, int]] | None = None) -> None:
+        turn_id: int = conn.execute(sql.INSERT_TURN, (self.invocation_id, self.round, self.owner_id, self.at, self.n,
+                                                      self.dense, self.calls)).lastrowid  # type: ignore[assignment]
+        if self.batch0 is not None:
+            conn.execute(sql.INSERT_RESULTS, (turn_id << RESULT_BATCH_BITS, *self.batch0))
+        self.turn_id = turn_id
+
+
+class Results:
+    """A batch of a turn's results, at the batch number its writer expects (`turn`: the turn id, or the
+    admission not committed when the batch was written)."""
+
+    __slots__ = ("at", "batch", "entries", "errors", "invocation_id", "n", "results", "round", "turn", "unknown")
+
+    def __init__(self, invocation_id: str, round: int, turn: int | Admission, batch: int, n: int, errors: int,
+                 unknown: int, at: float, results: str, entries: list[list[Any]]) -> None:
+        self.invocation_id, self.round, self.turn, self.batch = invocation_id, round, turn, batch
+        self.n, self.errors, self.unknown, self.at, self.results = n, errors, unknown, at, results
+        self.entries = entries
+
+    def entry(self) -> list[Any]:
+        return ["r", self.invocation_id, self.round, self.batch, self.n, self.errors, self.unknown, self.at,
+                self.results]
+
+    def apply(self, conn: sqlite3.Connection, conflicted: set[tuple[str, int]]) -> None:
+        """`conflicted`: the turns whose expected batch someone else wrote first (a recovery that closed
+        some of their calls); their batches from then on are checked call by call."""
+        turn = self.turn
+        turn_id = turn if type(turn) is int else turn.turn_id  # type: ignore[union-attr]
+        key = (self.invocation_id, self.round)
+        if turn_id is not None and key not in conflicted and conn.execute(sql.INSERT_NEXT_RESULTS, (
+                (turn_id << RESULT_BATCH_BITS) | self.batch, self.n, self.errors, self.unknown, self.at,
+                self.results)).rowcount:
+            return
+        conflicted.add(key)
+        checked.finish(conn, self.invocation_id, self.round, self.entries, self.at)
+
+
+# -- segments of dead processes ------------------------------------------------------------------
+
+def merge_dead(read: Read, write: WriteTx, folder: Path) -> int:
+    """Merge the journal segments whose process is certainly gone (records/owner.py), oldest first,
+    one transaction each; returns how many entries were merged. Segments of live processes (this one
+    included) are left to their owner."""
+    merged = 0
+    alive: dict[int, bool] = {}
+    for segment in segments(folder):
+        live = alive.get(segment.owner_id)
+        if live is None:
+            rows = read(_OWNER, (segment.owner_id,))
+            # No owner row: not this store's journal (the folder outlived its store); leave it alone.
+            live = alive[segment.owner_id] = not rows or owners.is_alive(owners.Owner(*rows[0]))
+        if not live:
+            merged += merge_segment(write, segment)
+    return merged
+
+
+def merge_segment(write: WriteTx, segment: Segment) -> int:
+    try:
+        data = segment.path.read_bytes()
+    except FileNotFoundError:
+        return 0  # another process merged it first
+    decoded = decode(data)
+    if decoded.entries:
+        write(lambda conn: _merge(conn, segment.owner_id, decoded.entries, segment.path))
+    if decoded.problem is None:
+        segment.path.unlink(missing_ok=True)
+    else:
+        kept = segment.path.with_name(segment.path.name + ".bad")
+        segment.path.replace(kept)
+        logger.warning("records journal %s ends in %s: its %d good entries were merged, the file is kept as %s",
+                       segment.path, decoded.problem, len(decoded.entries), kept)
+    return len(decoded.entries)
+
+
+def _merge(conn: sqlite3.Connection, owner_id: int, entries: list[list[Any]], path: Path) -> None:
+    for i, entry in enumerate(entries):
+        conn.execute("SAVEPOINT entry")
+        try:
+            _merge_entry(conn, owner_id, entry)
+        except (TooldeckError, sqlite3.IntegrityError, ValueError, TypeError, IndexError) as exc:
+            conn.execute("ROLLBACK TO entry")
+            logger.warning("records journal %s: entry %d was not merged: %s", path, i, exc)
+        conn.execute("RELEASE entry")
+    # Its admissions may have brought calls that were open when it died: recovery must look at it again.
+    conn.execute(_UNSETTLE, (owner_id,))
+
+
+def _merge_entry(conn: sqlite3.Connection, owner_id: int, entry: list[Any]) -> None:
+    kind = entry[0]
+    if kind == "a":
+        _, invocation_id, round, writer, at, n, dense, calls, batch0 = entry
+        row = conn.execute(_TURN_OWNER, (invocation_id, round)).fetchone()
+        if row is not None:
+            if row[0] == writer:
+                return  # merged before its segment was deleted
+            raise checked.rejected(f"round {round} of {invocation_id}", "another process recorded that round")
+        conn.execute(OWN_INVOCATION, (writer, invocation_id))
+        Admission(invocation_id, round, writer, at, n, dense, calls, tuple(batch0) if batch0 else None).apply(conn)
+    elif kind == "r":
+        _, invocation_id, round, _batch, _n, _errors, _unknown, at, text = entry
+        row = conn.execute(sql.TURN, (invocation_id, round)).fetchone()
+        if row is not None:
+            first = row[0] << RESULT_BATCH_BITS
+            if any(stored == text for _id, _at, stored in conn.execute(sql.BATCHES, (first, first | sql.BATCH_MASK))):
+                return  # merged before its segment was deleted
+        checked.finish(conn, invocation_id, round, turns.decode(text), at)
+    else:
+        raise ValueError(f"unknown entry kind {kind!r}")
