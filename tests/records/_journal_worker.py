@@ -20,7 +20,7 @@ from tooldeck.runtime import Runtime
 def main() -> None:
     home, mode = Path(sys.argv[1]), sys.argv[2]
     rt = Runtime(home, records=True, builtins=[], profile={"allow": ["extension/*"]})
-    rt.recorder._group.delay_s = 3600.0  # type: ignore[attr-defined]
+    rt.recorder._group.delay_s = rt.recorder._group.backstop_s = 3600.0  # type: ignore[attr-defined]
 
     @rt.tool("test", "hold")
     def hold(note: str) -> str:

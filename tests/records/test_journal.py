@@ -136,7 +136,7 @@ def _turn(store: SqliteRecorder, inv: str, round_no: int, content: str = "ok") -
 
 def test_a_process_reads_its_own_writes_at_once(tmp_path: Path) -> None:
     rt = Runtime(tmp_path, records=True, builtins=[], profile={"allow": ["extension/*"]})
-    rt.recorder._group.delay_s = 3600.0  # type: ignore[attr-defined]  # no group commit unless a read asks
+    rt.recorder._group.delay_s = rt.recorder._group.backstop_s = 3600.0  # type: ignore[attr-defined]  # no commit unless read
 
     @rt.tool("test", "echo")
     async def echo(note: str) -> str:
@@ -172,7 +172,7 @@ def test_the_group_commit_writes_sqlite_without_any_read(tmp_path: Path) -> None
 def test_a_busy_store_does_not_hold_up_the_turn_and_gets_its_rows_once_free(tmp_path: Path) -> None:
     db = tmp_path / "records.sqlite"
     store = SqliteRecorder(db, busy_timeout_ms=100)
-    store._group.delay_s = 0.01  # type: ignore[union-attr]
+    store._group.delay_s = store._group.backstop_s = 0.01  # type: ignore[union-attr]
     inv = start_invocation(store)
     other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
@@ -205,7 +205,7 @@ def test_records_off_writes_no_journal(tmp_path: Path) -> None:
 def test_close_commits_everything_and_leaves_no_journal(tmp_path: Path) -> None:
     db = tmp_path / "records.sqlite"
     store = SqliteRecorder(db)
-    store._group.delay_s = 3600.0  # type: ignore[union-attr]
+    store._group.delay_s = store._group.backstop_s = 3600.0  # type: ignore[union-attr]
     inv = start_invocation(store)
     _turn(store, inv, 1)
     store.close()
@@ -302,7 +302,7 @@ def test_the_decoder_never_raises_on_random_bytes(data: bytes) -> None:
 def test_concurrent_writers_of_one_store_share_one_journal_and_lose_nothing(tmp_path: Path) -> None:
     db = tmp_path / "records.sqlite"
     store = SqliteRecorder(db)
-    store._group.delay_s = 0.001  # type: ignore[union-attr]  # commits racing the appends
+    store._group.delay_s = store._group.backstop_s = 0.001  # type: ignore[union-attr]  # commits racing appends
     inv = start_invocation(store)
     errors: list[BaseException] = []
 
@@ -324,3 +324,35 @@ def test_concurrent_writers_of_one_store_share_one_journal_and_lose_nothing(tmp_
     assert all(c.status == "completed" and c.result.content == f"r{c.round}" for c in calls)
     store.close()
     assert list(journal.segments(journal.directory(db))) == []
+
+
+async def test_the_loops_timer_commits_while_the_loop_is_free(tmp_path: Path) -> None:
+    import asyncio
+
+    db = tmp_path / "records.sqlite"
+    store = SqliteRecorder(db)
+    store._group.backstop_s = 3600.0  # type: ignore[union-attr]  # only the loop's timer can commit
+    inv = start_invocation(store)
+    _turn(store, inv, 1)
+    end = time.monotonic() + DEADLINE_S
+    while _rows(db, "SELECT count(*) FROM results") != [(1,)]:
+        assert time.monotonic() < end, "the loop's timer never committed"
+        await asyncio.sleep(0.005)  # the loop is free
+    assert list(journal.segments(journal.directory(db))) == []
+    store.close()
+
+
+def test_the_thread_commits_when_the_loop_that_armed_the_timer_stopped(tmp_path: Path) -> None:
+    import asyncio
+
+    db = tmp_path / "records.sqlite"
+    store = SqliteRecorder(db)
+    store._group.delay_s = 3600.0  # type: ignore[union-attr]  # the loop's timer never comes: the thread must
+    inv = start_invocation(store)
+
+    async def turn() -> None:
+        _turn(store, inv, 1)
+
+    asyncio.run(turn())  # the loop is gone once the turn returned
+    _poll("the backstop commit", lambda: _rows(db, "SELECT count(*) FROM results") == [(1,)])
+    store.close()

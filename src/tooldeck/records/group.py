@@ -1,11 +1,15 @@
 """Group commit: a store's journaled writes, and the thread that moves them into SQLite.
 
 `add` makes a write durable (one `os.write` to the process's journal, records/journal.py) and queues
-it; at most GROUP_COMMIT_DELAY_S later a daemon thread (one per store, started on the first write of
-a process) commits every queued write in one SQLite transaction and deletes the journal segments
-that held them. `flush` does the same at once, in the calling thread: the store calls it before
-every read, so a process reads its own writes, and at close and at exit. A commit that fails keeps
-its writes queued and their segments on disk, and the thread tries again a second later.
+it. The first write of a batch arms one timer on the running event loop: GROUP_COMMIT_DELAY_S later
+the loop commits every queued write in one SQLite transaction and deletes the journal segments that
+held them. The commit runs on the loop's own thread, between its callbacks, as the writes did before
+the journal: a commit thread would take the GIL from the loop at each of its system calls. A daemon
+thread (one per store and process) is the backstop: it commits a batch that is BACKSTOP_S old, when
+no loop was running (a sync caller) or the loop did not come round to its timer (it stopped, or a
+tool blocks it). `flush` commits at once, in the calling thread: the store calls it before every
+read, so a process reads its own writes, and at close and at exit. A commit that fails keeps its
+writes queued and their segments on disk, and the thread tries again a second later.
 
 Every store object a process opens on one file shares one group (`attach`): a read through any of
 them sees what the others wrote, and one thread commits for all.
@@ -13,10 +17,12 @@ them sees what the others wrote, and one thread commits for all.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +33,8 @@ from tooldeck.records.sqlite import current_pid
 
 GROUP_COMMIT_DELAY_S = 0.02
 """How long journaled writes wait to share one SQLite transaction."""
+BACKSTOP_S = 0.035
+"""The commit thread commits a batch this old that the loop's timer has not."""
 RETRY_AFTER_S = 1.0
 """After a failed commit (the store busy or full), the thread tries again this much later."""
 
@@ -43,13 +51,14 @@ class GroupCommit:
     """The queued writes of one store in this process, their journal, and the committing thread."""
 
     def __init__(self, folder: Path, commit: Callable[[list[Any]], None],
-                 delay_s: float = GROUP_COMMIT_DELAY_S) -> None:
+                 delay_s: float = GROUP_COMMIT_DELAY_S, backstop_s: float = BACKSTOP_S) -> None:
         self.folder = folder
         self.committers = [commit]
         self.conflicted: set[tuple[str, int]] = set()
         """(invocation, round) of the turns whose results must be checked call by call (records/merge.py)."""
         """The `commit` of each store object attached; the last one commits."""
         self.delay_s = delay_s
+        self.backstop_s = backstop_s
         self._reset()
         _OPEN.add(self)
 
@@ -67,6 +76,8 @@ class GroupCommit:
         self._queue: list[Any] = []
         self._journal: Journal | None = None
         self._armed = False
+        self._due = 0.0
+        """When the thread commits the current batch (monotonic), unless the loop's timer did."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -85,9 +96,29 @@ class GroupCommit:
             self._queue.append(write)
             armed, self._armed = self._armed, True
         if not armed:
-            if self._thread is None:
-                self._start()
-            self._wake.set()
+            self._arm()
+
+    def _arm(self) -> None:
+        """The first write of a batch: a timer on the running loop, and the thread's deadline."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            loop.call_later(self.delay_s, self._on_loop)
+        self._due = time.monotonic() + (self.backstop_s if loop is not None else self.delay_s)
+        if self._thread is None:
+            self._start()
+        self._wake.set()
+
+    def _on_loop(self) -> None:
+        if not self.pending:
+            return
+        try:
+            self.flush()
+        except Exception:  # the thread tries again; the writes are in the journal
+            logger.warning("committing the journaled records to %s failed; they stay in the journal",
+                           self.folder, exc_info=True)
 
     def _new_journal(self, owner_id: int) -> Journal:
         if self._journal is not None:
@@ -107,19 +138,20 @@ class GroupCommit:
         self._thread.start()
 
     def _run(self) -> None:
-        while True:
+        while not self._stop.is_set():
             self._wake.wait()
-            if self._stop.wait(self.delay_s):
-                return
-            self._wake.clear()  # before the swap: a write queued after it wakes the thread again
-            try:
-                self.flush()
-            except Exception:
-                logger.warning("committing the journaled records to %s failed; they stay in the journal and are "
-                               "committed again in %g s", self.folder, RETRY_AFTER_S, exc_info=True)
-                if self._stop.wait(RETRY_AFTER_S):
-                    return
-                self._wake.set()
+            self._wake.clear()  # a batch armed after this wakes the thread again
+            while self._queue and not self._stop.is_set():
+                wait = self._due - time.monotonic()
+                if wait > 0:  # the batch is younger than its deadline (or the loop committed it, and a new one began)
+                    self._stop.wait(wait)
+                    continue
+                try:
+                    self.flush()
+                except Exception:
+                    logger.warning("committing the journaled records to %s failed; they stay in the journal and "
+                                   "are committed again in %g s", self.folder, RETRY_AFTER_S, exc_info=True)
+                    self._due = time.monotonic() + RETRY_AFTER_S
 
     @property
     def pending(self) -> bool:
@@ -143,9 +175,9 @@ class GroupCommit:
             except BaseException:
                 with self._lock:
                     self._queue[:0] = writes
-                    if self._queue and not self._armed:
-                        self._armed = True
-                        self._wake.set()
+                    self._armed = True
+                    self._due = time.monotonic() + RETRY_AFTER_S  # the thread tries again
+                self._wake.set()
                 raise
             with self._lock:
                 self._journal.merged(segments)  # type: ignore[union-attr]

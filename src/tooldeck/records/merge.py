@@ -94,6 +94,44 @@ class Results:
         checked.finish(conn, self.invocation_id, self.round, self.entries, self.at)
 
 
+class Conflict(Exception):
+    """`commit` met a batch someone else wrote first: the writes go through `apply`, one by one."""
+
+
+_INSERT_TURN_AT = ("INSERT INTO turns (turn_id, invocation_id, round, owner_id, requested_at, n, dense, calls) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_BATCHES = ("INSERT INTO results (result_id, n, errors, unknown, recorded_at, results) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+
+
+def commit(conn: sqlite3.Connection, writes: list[Admission | Results], conflicted: set[tuple[str, int]]) -> None:
+    """Every write of a group commit in three statements run by SQLite (`executemany`), inside the
+    caller's write transaction: the commit thread holds the GIL only to build the rows. Turn ids are
+    given here, after the largest one stored, which is what SQLite would give them: the transaction
+    holds the write lock. Raises `Conflict` (the caller rolls back) when a batch's row was taken."""
+    next_id: int = conn.execute("SELECT coalesce(max(turn_id), 0) + 1 FROM turns").fetchone()[0]
+    turn_rows = []
+    batch_rows = []
+    for w in writes:
+        if type(w) is Admission:
+            turn_id = w.turn_id = next_id
+            next_id += 1
+            turn_rows.append((turn_id, w.invocation_id, w.round, w.owner_id, w.at, w.n, w.dense, w.calls))
+            if w.batch0 is not None:
+                batch_rows.append((turn_id << RESULT_BATCH_BITS, *w.batch0))
+        else:
+            turn = w.turn  # type: ignore[union-attr]
+            turn_id = turn if type(turn) is int else turn.turn_id  # type: ignore[union-attr,assignment]
+            if turn_id is None or (w.invocation_id, w.round) in conflicted:
+                raise Conflict
+            batch_rows.append(((turn_id << RESULT_BATCH_BITS) | w.batch, w.n, w.errors, w.unknown,  # type: ignore[union-attr]
+                               w.at, w.results))  # type: ignore[union-attr]
+    if turn_rows:
+        conn.executemany(_INSERT_TURN_AT, turn_rows)
+    if batch_rows and conn.executemany(_INSERT_BATCHES, batch_rows).rowcount != len(batch_rows):
+        raise Conflict
+
+
 # -- segments of dead processes ------------------------------------------------------------------
 
 def merge_dead(read: Read, write: WriteTx, folder: Path) -> int:

@@ -103,8 +103,15 @@ class SqliteRecorder:
         """The group commit: every queued write in one transaction. A write the store refuses (a round
         another process recorded meanwhile) would fail them all: then each gets a transaction of its own,
         and the refused ones are reported and dropped."""
+        conflicted = self._group.conflicted  # type: ignore[union-attr]
         try:
-            conflicted = self._group.conflicted  # type: ignore[union-attr]
+            self._write(lambda conn: merge.commit(conn, writes, conflicted))
+            return
+        except (merge.Conflict, sqlite3.IntegrityError, TooldeckError) as exc:
+            if isinstance(exc, TooldeckError) and exc.code != "records.write_rejected":
+                raise
+        # A batch someone else wrote first, or a write the store refuses: each write on its own.
+        try:
             self._write(lambda conn: [w.apply(conn, conflicted) for w in writes])
         except (sqlite3.IntegrityError, TooldeckError) as exc:
             if isinstance(exc, TooldeckError) and exc.code != "records.write_rejected":
