@@ -356,3 +356,16 @@ def test_the_thread_commits_when_the_loop_that_armed_the_timer_stopped(tmp_path:
     asyncio.run(turn())  # the loop is gone once the turn returned
     _poll("the backstop commit", lambda: _rows(db, "SELECT count(*) FROM results") == [(1,)])
     store.close()
+
+
+async def test_a_loop_that_never_yields_commits_a_due_batch_with_its_next_write(tmp_path: Path) -> None:
+    db = tmp_path / "records.sqlite"
+    store = SqliteRecorder(db)
+    store._group.backstop_s = 3600.0  # type: ignore[union-attr]  # neither the thread ...
+    inv = start_invocation(store)
+    _turn(store, inv, 1)
+    time.sleep(0.1)  # ... nor the loop's timer (the loop is blocked here) can commit
+    assert _rows(db, "SELECT count(*) FROM turns") == [(0,)]
+    _turn(store, inv, 2)  # its first write finds the batch overdue and commits it, itself included
+    assert _rows(db, "SELECT count(*) FROM turns") == [(2,)]
+    store.close()

@@ -78,6 +78,8 @@ class GroupCommit:
         self._armed = False
         self._due = 0.0
         """When the thread commits the current batch (monotonic), unless the loop's timer did."""
+        self._due_inline = 0.0
+        """When a write joining the current batch commits it itself (a loop that never yields to its timer)."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -97,6 +99,16 @@ class GroupCommit:
             armed, self._armed = self._armed, True
         if not armed:
             self._arm()
+        elif time.monotonic() >= self._due_inline:
+            # The batch is due and the timer has not run: the loop is busy with turns that never yield
+            # (or there is no loop). Commit here rather than leave it to the thread, which would take the
+            # GIL from this thread at each of its system calls.
+            try:
+                self.flush()
+            except Exception:  # the write is in the journal; the thread tries again
+                self._due_inline = time.monotonic() + RETRY_AFTER_S
+                logger.warning("committing the journaled records to %s failed; they stay in the journal",
+                               self.folder, exc_info=True)
 
     def _arm(self) -> None:
         """The first write of a batch: a timer on the running loop, and the thread's deadline."""
@@ -106,7 +118,9 @@ class GroupCommit:
             loop = None
         if loop is not None:
             loop.call_later(self.delay_s, self._on_loop)
-        self._due = time.monotonic() + (self.backstop_s if loop is not None else self.delay_s)
+        now = time.monotonic()
+        self._due = now + (self.backstop_s if loop is not None else self.delay_s)
+        self._due_inline = now + self.delay_s
         if self._thread is None:
             self._start()
         self._wake.set()
