@@ -76,7 +76,7 @@ class SqliteRecorder:
         checked path."""
         self._rounds: dict[str, int] = {}
         """Invocation → the last round this process admitted (a later one can go through the journal)."""
-        self._group = groups.attach(journal_dir(self.path), self._commit) if journal else None
+        self._group: groups.GroupCommit | None = None
         """The journal and its group commit (records/group.py); None: every write is its own transaction."""
         self._conns = Connections(self.path, busy_timeout_ms, synchronous.upper())
         self._checkpointer = Checkpointer(self._conns)
@@ -88,6 +88,8 @@ class SqliteRecorder:
             self._conns.close()
             raise TooldeckError("records.store_unreadable", f"{self.path} is not a readable records store ({exc}); "
                                 "move it aside and a new one is created") from exc
+        if journal:
+            self._group = groups.attach(journal_dir(self.path), self._commit)
         if recover_dead:
             self.recover()
 
