@@ -5,6 +5,8 @@ comes (the delay is an hour), so what it wrote is only in its journal when the t
                                               "running INV" once the tool runs
     python _journal_worker.py HOME returned   a one-call turn of `echo`: prints "returned INV CONTENT" once
                                               `run` returned
+    python _journal_worker.py HOME marked     a turn committed (its segment marked), then another one not:
+                                              prints "marked INV"
 Then it waits to be killed.
 """
 
@@ -35,7 +37,12 @@ def main() -> None:
         return f"echo {note}"
 
     inv = rt.invocation("openai")
-    if mode == "admit":
+    if mode == "marked":
+        inv.run([{"id": "e1", "name": "echo", "arguments": '{"note": "one"}'}])
+        rt.recorder.flush()  # type: ignore[attr-defined]  # committed, and the segment marked so
+        inv.run([{"id": "e2", "name": "echo", "arguments": '{"note": "two"}'}])
+        print(f"marked {inv.id}", flush=True)
+    elif mode == "admit":
         inv.run([{"id": "h1", "name": "hold", "arguments": '{"note": "kept raw"}'}])
     else:
         [result] = inv.run([{"id": "e1", "name": "echo", "arguments": '{"note": "hi"}'}])

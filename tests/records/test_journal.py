@@ -125,6 +125,31 @@ def test_two_processes_sharing_a_home_each_journal_their_own_turns(tmp_path: Pat
         store.close()
 
 
+def test_a_merge_skips_what_a_commit_marker_covers_and_keeps_the_rest(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with _worker(home, "marked") as (proc, (_, inv_id)):
+        _kill(proc)
+    db = home / "records.sqlite"
+    [segment] = journal.segments(journal.directory(db))
+    kinds = [e[0] for e in journal.decode(segment.path.read_bytes()).entries]
+    assert kinds == ["a", "r", "c", "a", "r"]  # turn 1, its commit marker, turn 2 (never committed)
+    assert _rows(db, "SELECT round FROM turns WHERE invocation_id = ?", (inv_id,)) == [(1,)]
+    store = SqliteRecorder(db)
+    try:
+        calls = store.history(inv_id).calls
+        assert [(c.call_id, c.status, c.result.content if c.result else None) for c in calls] == [
+            ("e1", "completed", "echo one"), ("e2", "completed", "echo two")]
+    finally:
+        store.close()
+
+
+def _marked_up_to_its_end(db: Path) -> bool:
+    """The process's segment ends with a commit marker that covers every entry before it."""
+    [segment] = journal.segments(journal.directory(db))
+    decoded = journal.decode(segment.path.read_bytes())
+    return bool(decoded.entries) and decoded.entries[-1] == ["c", decoded.starts[-1]]
+
+
 # -- in one process -----------------------------------------------------------------------------------
 
 def _turn(store: SqliteRecorder, inv: str, round_no: int, content: str = "ok") -> None:
@@ -164,9 +189,10 @@ def test_the_group_commit_writes_sqlite_without_any_read(tmp_path: Path) -> None
         _turn(store, inv, round_no)
     _poll("the group commit", lambda: _rows(db, "SELECT count(*) FROM results") == [(5,)])
     assert _rows(db, "SELECT count(*) FROM turns") == [(5,)]
-    # the segment that held them is deleted once they are committed
-    _poll("the journal's deletion", lambda: list(journal.segments(journal.directory(db))) == [])
+    # the segment is marked: everything before the marker is in SQLite (a merge would skip it)
+    _poll("the commit marker", lambda: _marked_up_to_its_end(db))
     store.close()
+    assert list(journal.segments(journal.directory(db))) == []  # deleted at close
 
 
 def test_a_busy_store_does_not_hold_up_the_turn_and_gets_its_rows_once_free(tmp_path: Path) -> None:
@@ -338,7 +364,7 @@ async def test_the_loops_timer_commits_while_the_loop_is_free(tmp_path: Path) ->
     while _rows(db, "SELECT count(*) FROM results") != [(1,)]:
         assert time.monotonic() < end, "the loop's timer never committed"
         await asyncio.sleep(0.005)  # the loop is free
-    assert list(journal.segments(journal.directory(db))) == []
+    assert _marked_up_to_its_end(db)
     store.close()
 
 

@@ -180,8 +180,9 @@ class GroupCommit:
             with self._lock:
                 writes, self._queue = self._queue, []
                 self._armed = False
-                segments = self._journal.rotate() if self._journal is not None else []
-            if not writes and not segments:
+                journal = self._journal
+                mark = journal.mark() if journal is not None else None
+            if not writes:
                 return
             try:
                 if writes:
@@ -194,7 +195,8 @@ class GroupCommit:
                 self._wake.set()
                 raise
             with self._lock:
-                self._journal.merged(segments)  # type: ignore[union-attr]
+                if journal is self._journal:
+                    journal.committed(mark)  # type: ignore[union-attr,arg-type]
 
     def close(self) -> None:
         """Stop the thread and commit what is queued. Should that fail, the journal stays on disk and the
@@ -215,9 +217,12 @@ class GroupCommit:
             self._thread = None
         try:
             self.flush()
-        finally:
+        except BaseException:
             if self._journal is not None:
-                self._journal.close()
+                self._journal.close()  # kept: the next store opened after this process merges it
+            raise
+        if self._journal is not None:
+            self._journal.close(committed=not self._queue)
 
 
 _OPEN: weakref.WeakSet[GroupCommit] = weakref.WeakSet()

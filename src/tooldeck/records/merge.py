@@ -157,16 +157,19 @@ def merge_segment(write: WriteTx, segment: Segment) -> int:
     except FileNotFoundError:
         return 0  # another process merged it first
     decoded = decode(data)
-    if decoded.entries:
-        write(lambda conn: _merge(conn, segment.owner_id, decoded.entries, segment.path))
+    # After the last commit marker: what the process had not committed yet (or committed without marking).
+    upto = max((e[1] for e in decoded.entries if e[0] == "c" and len(e) == 2 and type(e[1]) is int), default=0)
+    entries = [e for e, start in zip(decoded.entries, decoded.starts, strict=True) if start >= upto and e[0] != "c"]
+    if entries:
+        write(lambda conn: _merge(conn, segment.owner_id, entries, segment.path))
     if decoded.problem is None:
         segment.path.unlink(missing_ok=True)
     else:
         kept = segment.path.with_name(segment.path.name + ".bad")
         segment.path.replace(kept)
-        logger.warning("records journal %s ends in %s: its %d good entries were merged, the file is kept as %s",
-                       segment.path, decoded.problem, len(decoded.entries), kept)
-    return len(decoded.entries)
+        logger.warning("records journal %s ends in %s: the entries before it were merged (%d not yet in the "
+                       "store), the file is kept as %s", segment.path, decoded.problem, len(entries), kept)
+    return len(entries)
 
 
 def _merge(conn: sqlite3.Connection, owner_id: int, entries: list[list[Any]], path: Path) -> None:
