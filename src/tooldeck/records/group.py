@@ -54,9 +54,9 @@ class GroupCommit:
                  delay_s: float = GROUP_COMMIT_DELAY_S, backstop_s: float = BACKSTOP_S) -> None:
         self.folder = folder
         self.committers = [commit]
+        """The `commit` of each store object attached; the last one commits."""
         self.conflicted: set[tuple[str, int]] = set()
         """(invocation, round) of the turns whose results must be checked call by call (records/merge.py)."""
-        """The `commit` of each store object attached; the last one commits."""
         self.delay_s = delay_s
         self.backstop_s = backstop_s
         self._reset()
@@ -172,7 +172,7 @@ class GroupCommit:
         return bool(self._queue) and self._pid == current_pid()
 
     def flush(self) -> None:
-        """Commit every queued write now (one transaction), then delete the segments that held them."""
+        """Commit every queued write now (one transaction), then mark the journal (records/journal.py)."""
         if self._pid != current_pid():
             self._forked()
             return
@@ -185,8 +185,7 @@ class GroupCommit:
             if not writes:
                 return
             try:
-                if writes:
-                    self._commit(writes)
+                self._commit(writes)
             except BaseException:
                 with self._lock:
                     self._queue[:0] = writes
