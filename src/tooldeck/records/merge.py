@@ -132,6 +132,32 @@ def commit(conn: sqlite3.Connection, writes: list[Admission | Results], conflict
         raise Conflict
 
 
+def commit_writes(write: WriteTx, writes: list[Admission | Results], conflicted: set[tuple[str, int]]) -> None:
+    """The group commit: every queued write in one transaction (`commit`). A batch someone else wrote
+    first, or a write the store refuses (a round another process recorded meanwhile), fails them all:
+    then they go through `apply` in one transaction, and should one be refused, each in its own, the
+    refused ones reported and dropped."""
+    try:
+        write(lambda conn: commit(conn, writes, conflicted))
+        return
+    except (Conflict, sqlite3.IntegrityError, TooldeckError) as exc:
+        if isinstance(exc, TooldeckError) and exc.code != "records.write_rejected":
+            raise
+    try:
+        write(lambda conn: [w.apply(conn, conflicted) for w in writes])
+    except (sqlite3.IntegrityError, TooldeckError) as exc:
+        if isinstance(exc, TooldeckError) and exc.code != "records.write_rejected":
+            raise
+        for w in writes:
+            try:
+                write(lambda conn, w=w: w.apply(conn, conflicted))  # type: ignore[misc]
+            except (sqlite3.IntegrityError, TooldeckError) as refused:
+                if isinstance(refused, TooldeckError) and refused.code != "records.write_rejected":
+                    raise
+                logger.error("the records store refused a journaled write of round %s of %s: %s",
+                             w.round, w.invocation_id, refused)
+
+
 # -- segments of dead processes ------------------------------------------------------------------
 
 def merge_dead(read: Read, write: WriteTx, folder: Path) -> int:

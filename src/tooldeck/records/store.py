@@ -1,11 +1,11 @@
 """`SqliteRecorder`: the embedded records store (`<home>/records.sqlite`, WAL).
 
-It implements the `Recorder` port (one transaction per port method) and, composed from its parts,
-the read API of `records/reader.py`: the reads are in `queries.py` (rows mapped in `rows.py`), the
-recovery of interrupted calls in `recovery.py`, the writes checked call by call in `checked.py`;
-this module keeps the port's writes and their fast paths. Every connection runs with WAL, foreign
-keys on and a busy timeout; writers in other threads and processes are serialised by
-`BEGIN IMMEDIATE` and retried on SQLITE_BUSY.
+It implements the `Recorder` port and, composed from its parts, the read API of `records/reader.py`:
+the reads are in `queries.py` (rows mapped in `rows.py`) served through `reads.py`, the recovery of
+interrupted calls in `recovery.py`, the writes checked call by call in `checked.py`, the journal and
+its group commit in `journal.py`, `group.py` and `merge.py`; this module keeps the port's writes and
+their fast paths. Every connection runs with WAL, foreign keys on and a busy timeout; writers in
+other threads and processes are serialised by `BEGIN IMMEDIATE` and retried on SQLITE_BUSY.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tooldeck.core.errors import TooldeckError
-from tooldeck.records import checked, merge, recovery, turns
+from tooldeck.records import checked, merge, turns
 from tooldeck.records import group as groups
 from tooldeck.records import owner as owners
 from tooldeck.records import statements as sql
@@ -27,7 +27,8 @@ from tooldeck.records.checked import FINAL, INSERT_EVENT, counts, rejected, resu
 from tooldeck.records.journal import directory as journal_dir
 from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
 from tooldeck.records.queries import SqliteQueries, reader
-from tooldeck.records.reader import FINAL_STATUSES, CallRecord, Event, InvocationHistory, InvocationSummary
+from tooldeck.records.reader import FINAL_STATUSES
+from tooldeck.records.reads import StoreReads
 from tooldeck.records.schema import RESULT_BATCH_BITS, migrate
 from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump, write, write_one
 
@@ -41,7 +42,6 @@ _MASK_LIMIT = 1 << 16
 _OWN_INVOCATION = merge.OWN_INVOCATION
 _INSERT_SNAPSHOT = ("INSERT INTO snapshots (snapshot_id, provider, json, created_at) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT DO NOTHING")
-_INSERT_RUN_EVENT = "INSERT INTO events (invocation_id, run_id, kind, data, at) VALUES (NULL, ?, ?, ?, ?)"
 
 logger = logging.getLogger("tooldeck.records")
 
@@ -51,7 +51,7 @@ def _constraint(what: str, exc: sqlite3.IntegrityError) -> TooldeckError:
                     "round number")
 
 
-class SqliteRecorder:
+class SqliteRecorder(StoreReads):
     """The SQLite adapter of the records port, with the read API used by replay, resume and the CLI."""
 
     recording = True
@@ -94,38 +94,8 @@ class SqliteRecorder:
             self.recover()
 
     # -- plumbing ------------------------------------------------------------------------------
-    def flush(self) -> None:
-        """Commit the journaled writes of this process now (reads do it first, so a process reads its own
-        writes; the group commit does it within GROUP_COMMIT_DELAY_S)."""
-        group = self._group
-        if group is not None and group.pending:
-            group.flush()
-
     def _commit(self, writes: list[Any]) -> None:
-        """The group commit: every queued write in one transaction. A write the store refuses (a round
-        another process recorded meanwhile) would fail them all: then each gets a transaction of its own,
-        and the refused ones are reported and dropped."""
-        conflicted = self._group.conflicted  # type: ignore[union-attr]
-        try:
-            self._write(lambda conn: merge.commit(conn, writes, conflicted))
-            return
-        except (merge.Conflict, sqlite3.IntegrityError, TooldeckError) as exc:
-            if isinstance(exc, TooldeckError) and exc.code != "records.write_rejected":
-                raise
-        # A batch someone else wrote first, or a write the store refuses: each write on its own.
-        try:
-            self._write(lambda conn: [w.apply(conn, conflicted) for w in writes])
-        except (sqlite3.IntegrityError, TooldeckError) as exc:
-            if isinstance(exc, TooldeckError) and exc.code != "records.write_rejected":
-                raise
-            for w in writes:
-                try:
-                    self._write(lambda conn, w=w: w.apply(conn, conflicted))
-                except (sqlite3.IntegrityError, TooldeckError) as refused:
-                    if isinstance(refused, TooldeckError) and refused.code != "records.write_rejected":
-                        raise
-                    logger.error("the records store refused a journaled write of round %s of %s: %s",
-                                 w.round, w.invocation_id, refused)
+        merge.commit_writes(self._write, writes, self._group.conflicted)  # type: ignore[union-attr]
 
     def _write(self, fn: Any) -> Any:
         out = write(self._conns.get(), fn, self.busy_timeout_ms, self.path)
@@ -372,58 +342,6 @@ class SqliteRecorder:
                     f"AND {sql.OPEN_TURN})", (key[1], key[1], key[1])))
         self._checkpointer.stop()
         self._conns.close()
-
-    # -- the run event log (also in the port) --------------------------------------------------
-    def record_event(self, invocation_id: str | None, kind: str, data: dict[str, Any]) -> None:
-        now = time.time()
-        self.flush()
-        self._write(lambda conn: conn.execute(INSERT_EVENT, (invocation_id, kind, dump(data), now)))
-
-    def append_run_event(self, run_id: str, kind: str, data: dict[str, Any]) -> None:
-        """Append to a run's event stream (kept in order; read back with `run_events`)."""
-        now = time.time()
-        self.flush()
-        self._write(lambda conn: conn.execute(_INSERT_RUN_EVENT, (run_id, kind, dump(data), now)))
-
-    def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]:
-        self.flush()
-        return self._queries.run_events(run_id, kind)
-
-    # -- interrupted calls (recovery.py) ---------------------------------------------------------
-    def recover(self, invocation_id: str | None = None, *, force: bool = False) -> list[CallRecord]:
-        """Close the open calls whose owning process is gone (all open calls with `force`, e.g. on an
-        explicit resume): `started` ones become `outcome_unknown`, `requested` ones `failed` (they never
-        ran). Each gets its error result and a `call_recovered` event. Returns the calls it closed.
-        First this process's journaled writes are committed and the journals of dead processes merged."""
-        self.flush()
-        if self._group is not None:
-            merge.merge_dead(self._read, self._write, self._group.folder)
-        return recovery.recover(self._read, self._write, self._queries, invocation_id, force=force)
-
-    # -- read API (queries.py) -----------------------------------------------------------------
-    def list_invocations(self, limit: int = 20, run_id: str | None = None) -> list[InvocationSummary]:
-        self.flush()
-        return self._queries.list_invocations(limit, run_id)
-
-    def invocation(self, invocation_id: str) -> InvocationSummary:
-        self.flush()
-        return self._queries.invocation(invocation_id)
-
-    def history(self, invocation_id: str) -> InvocationHistory:
-        self.flush()
-        return self._queries.history(invocation_id)
-
-    def snapshot_json(self, snapshot_id: str) -> str:
-        self.flush()
-        return self._queries.snapshot_json(snapshot_id)
-
-    def load_snapshot(self, snapshot_id: str) -> Any:
-        self.flush()
-        return self._queries.load_snapshot(snapshot_id)
-
-    def events(self, invocation_id: str) -> list[Event]:
-        self.flush()
-        return self._queries.events(invocation_id)
 
 
 __all__ = ["SqliteRecorder"]
