@@ -190,14 +190,17 @@ def port_only(home: Path) -> None:
 def sqlite_floor(home: Path) -> None:
     """What SQLite alone costs for the rows of a one-call turn (same file settings as the store, the
     statements of records/statements.py, values bound in advance): the admission and the result as two
-    write transactions (what the durability promise needs: the admission is committed before the tool
-    runs, the result before `arun` returns), as one, and two empty ones; against the store's port calls
-    for the same turn. Interleaved, median over 31 batches of 200 turns."""
+    write transactions (the durability promise without the journal: the admission committed before the
+    tool runs, the result before `arun` returns), as one, and two empty ones; against the store's port
+    calls for the same turn, with the journal (two `os.write`s, then group commits; its commits run in
+    the process too, so its CPU time counts them) and without. Interleaved, median over 31 batches of
+    200 turns."""
     from tooldeck.records import statements as sql
     from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
     from tooldeck.records.store import SqliteRecorder
 
-    stores = {name: SqliteRecorder(home / "floor" / name / "records.sqlite") for name in ("port", "2", "1", "0")}
+    stores = {name: SqliteRecorder(home / "floor" / name / "records.sqlite", journal=name != "direct")
+              for name in ("port", "direct", "2", "1", "0")}
     for store in stores.values():
         store.invocation_started(InvocationInfo("run_f", "inv_f", "openai", "chat", False, "snap_f", "{}", 1.0))
         store.calls_admitted("inv_f", 1, [RequestedCall("call_0", "add", ARGS, 0)], [], 1.0)  # owned from now on
@@ -209,15 +212,19 @@ def sqlite_floor(home: Path) -> None:
                              [], 3, 1.0, 2.0)]
     rounds = dict.fromkeys(stores, 1)
     conns = {name: sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
-             for name, store in stores.items() if name != "port"}
+             for name, store in stores.items() if name not in ("port", "direct")}
     for conn in conns.values():
         for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON", "busy_timeout = 30000"):
             conn.execute(f"PRAGMA {pragma}")
 
-    def port() -> None:
-        rounds["port"] += 1
-        stores["port"].calls_admitted("inv_f", rounds["port"], req, started, 1.0)
-        stores["port"].calls_finished("inv_f", rounds["port"], finished)
+    def port(name: str) -> Callable[[], None]:
+        store = stores[name]
+
+        def run() -> None:
+            rounds[name] += 1
+            store.calls_admitted("inv_f", rounds[name], req, started, 1.0)
+            store.calls_finished("inv_f", rounds[name], finished)
+        return run
 
     def raw(name: str, together: bool) -> Callable[[], None]:
         conn = conns[name]
@@ -240,7 +247,9 @@ def sqlite_floor(home: Path) -> None:
         conns["0"].execute("BEGIN IMMEDIATE")
         conns["0"].execute("COMMIT")
 
-    variants = {"the store's two port calls": port, "SQLite: two transactions": raw("2", False),
+    variants = {"the store's two port calls": port("port"),
+                "the same, journal=False (each a transaction)": port("direct"),
+                "SQLite: two transactions": raw("2", False),
                 "SQLite: one transaction": raw("1", True), "SQLite: two empty transactions": empty}
     wall: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}

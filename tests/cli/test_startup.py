@@ -29,6 +29,18 @@ def test_call_in_a_home_without_mcp_config_does_not_import_the_mcp_sdk(tmp_path:
     # only the command that runs is built: the other command modules are not even imported
     assert [m for m in ("tooldeck.cli.serve_cmd", "tooldeck.cli.records_cmd", "tooldeck.cli.mcp_cmd")
             if m in run.modules] == []
+    # nor the shell engine (bashkit, the worker pool): the shell families load only their descriptors
+    assert [m for m in ("tooldeck.shell", "tooldeck.shell.engine", "tooldeck.shell.background", "bashkit")
+            if run.loaded(m)] == []
+
+
+def test_the_background_schema_maximum_is_the_managers_default() -> None:
+    # builtins/background.py holds the value so that its descriptor does not import the shell engine
+    from tooldeck.builtins import background
+    from tooldeck.shell import background as manager
+
+    assert background.DEFAULT_TIMEOUT_S == manager.DEFAULT_TIMEOUT_S
+    assert background.COMMAND.input_schema["properties"]["timeout_s"]["maximum"] == manager.DEFAULT_TIMEOUT_S
 
 
 def test_tools_and_records_import_neither_the_sdk_nor_the_server(tmp_path: Path) -> None:

@@ -144,6 +144,7 @@ async def test_turns_that_never_wait_write_once_at_the_end(runtime: RuntimeFacto
     await inv.arun([{"id": "z", "name": "nope"}])
     # One-call turn, a turn of 5 finished on their first step, then with a refusal (stored with the turn),
     # then a turn holding only a refusal: no result is written twice, no turn is written in pieces.
+    rt.recorder.flush()  # the group commit, now: the file is read with a connection of its own
     assert _batches(tmp_path / "records.sqlite", inv.id) == [1, 1, 2, 1]
     assert [c.status for c in rt.recorder.history(inv.id).calls] == ["completed"] * 7 + ["failed", "failed"]
     rt.close()

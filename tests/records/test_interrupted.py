@@ -231,7 +231,8 @@ def test_a_result_that_lands_while_recovery_runs_is_not_overwritten(tmp_path: Pa
     other = _ResultLandsFirst(path)
     try:
         # Recovery has read a and b as open; a's result commits before recovery's transaction.
-        other.before_write = lambda: live.calls_finished(inv, 1, [_finished("a", 0, "a done")])
+        # (committed: the journaled result is flushed, as the group commit would)
+        other.before_write = lambda: (live.calls_finished(inv, 1, [_finished("a", 0, "a done")]), live.flush())
         assert [c.call_id for c in other.recover(inv, force=True)] == ["b"]
         a, b = other.history(inv).calls
         assert (a.status, a.result.content, b.status) == ("completed", "a done", "outcome_unknown")

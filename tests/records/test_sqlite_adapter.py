@@ -95,6 +95,7 @@ def test_a_turns_batches_are_consecutive_rowids_and_finished_turns_are_forgotten
             store.calls_finished(inv, round_no, [FinishedCall(f"c{i}", i, "extension/test:search", "completed", {},
                                                               "ok", None, False, None, [], None, 1.0, 2.0)
                                                  for i in batch])
+    store.flush()
     rows = store._conns.get().execute("SELECT t.round, r.result_id - (t.turn_id << 20), r.n FROM turns t "
                                       "JOIN results r ON r.result_id >> 20 = t.turn_id ORDER BY r.result_id").fetchall()
     assert rows == [(1, 0, 1), (1, 1, 1), (1, 2, 2), (2, 0, 1), (2, 1, 1), (2, 2, 2)]
@@ -124,7 +125,7 @@ def test_a_one_statement_write_waits_for_another_writer_and_then_commits(tmp_pat
     import threading
 
     path = tmp_path / "records.sqlite"
-    store = SqliteRecorder(path, busy_timeout_ms=10_000)
+    store = SqliteRecorder(path, busy_timeout_ms=10_000, journal=False)  # the direct statements (journal: below)
     inv = start_invocation(store)
     _one_call_admitted(store, inv, 1)  # the invocation is this process's now: the next turns are one statement
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -153,7 +154,7 @@ def test_a_one_statement_write_waits_for_another_writer_and_then_commits(tmp_pat
 @pytest.mark.parametrize("step", ["admitted", "finished"])
 def test_a_one_statement_write_gives_records_busy_when_the_lock_never_comes(tmp_path: Path, step: str) -> None:
     path = tmp_path / "records.sqlite"
-    store = SqliteRecorder(path, busy_timeout_ms=100)
+    store = SqliteRecorder(path, busy_timeout_ms=100, journal=False)  # the direct statements (journal: below)
     inv = start_invocation(store)
     _one_call_admitted(store, inv, 1)
     other = sqlite3.connect(path, isolation_level=None)

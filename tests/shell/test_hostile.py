@@ -218,6 +218,7 @@ def _host_snapshot(sh: Shell) -> dict[str, tuple[int, int]]:
     """Every file under the test's tmp dir except the workspace's visible roots and the run's hidden area."""
     skip = {sh.ws / r for r in ("output", "scratch", "plan", "summaries", "persist", "tool-results", "skills")}
     skip.add(sh.ws / ".tooldeck")
+    skip.add(sh.home / "records.journal")  # the runtime's own records (its journal, docs/records.md)
     snap: dict[str, tuple[int, int]] = {}
     for dirpath, dirnames, filenames in os.walk(sh.home.parent):
         here = Path(dirpath)

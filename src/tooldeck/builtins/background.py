@@ -15,7 +15,7 @@ Reports are persisted in `<workspace>/.tooldeck/background/events.jsonl` and sur
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.builtins.shell import MAX_COMMAND_CHARS, vfs_workdir
@@ -24,9 +24,16 @@ from tooldeck.core.descriptors import AvailabilityContext, ToolAnnotations, Tool
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
-from tooldeck.shell.background import DEFAULT_TIMEOUT_S, STATE_KEY, BackgroundManager
-from tooldeck.shell.reports import BackgroundReport, StoreEventLog, TaskRecord
 from tooldeck.workspace.paths import PathPolicy
+
+if TYPE_CHECKING:
+    from tooldeck.shell.background import BackgroundManager
+    from tooldeck.shell.reports import BackgroundReport, TaskRecord
+
+# The shell engine is imported when a task starts or is listed, not when the Runtime loads this family
+# for its descriptors (see builtins/shell.py); the timeout's maximum is the manager's default,
+# `tooldeck.shell.background.DEFAULT_TIMEOUT_S` (a test checks they agree).
+DEFAULT_TIMEOUT_S = 1800.0
 
 UNKNOWN_TASK = "background.unknown_task"
 START_FAILED = "background.start_failed"
@@ -40,6 +47,9 @@ def interactive_only(ctx: AvailabilityContext) -> bool:
 def manager_for(run: Any, roots: Any | None = None) -> BackgroundManager:
     """The run's manager, created on first use, which replays the run's events: from the records store
     when records are on, else from the JSON-lines log in the workspace's hidden area."""
+    from tooldeck.shell.background import STATE_KEY, BackgroundManager
+    from tooldeck.shell.reports import StoreEventLog
+
     manager = run.state.get(STATE_KEY)
     if manager is None:
         from tooldeck.catalog.profile import WorkspaceRoots

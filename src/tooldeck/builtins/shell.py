@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
@@ -11,11 +11,14 @@ from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
-from tooldeck.shell import Layout, ShellLimits, ShellResult, ShellRun, Status
-from tooldeck.shell.limits import KIB
 from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import PathPolicy, parse_dir
-from tooldeck.workspace.store import MAX_FILE_BYTES, for_run
+
+if TYPE_CHECKING:
+    from tooldeck.shell import ShellLimits, ShellResult
+
+# The shell engine (bashkit, the worker pool) is imported when a command runs, not when the Runtime
+# loads this family for its descriptor: a `tooldeck call dice_roll` never pays for it (docs/cli.md).
 
 TOOL_ID = ToolId.builtin("workspace.shell")
 SHELL_EXIT = "workspace.shell_exit"
@@ -24,11 +27,14 @@ SHELL_CANCELLED = "workspace.shell_cancelled"
 SHELL_FAILED = "workspace.shell_failed"
 DISPATCH_MARGIN_S = 3.0
 """The shell stops this long before the dispatch timeout, so it reports its own timeout."""
-MAX_COMMAND_CHARS = 128 * KIB
+MAX_COMMAND_CHARS = 128 * 1024
 
 
 def limits_for(ctx: CallContext) -> ShellLimits:
     """The Profile's `shell_timeout_s`, kept under the tool's dispatch timeout."""
+    from tooldeck.shell import ShellLimits
+    from tooldeck.workspace.store import MAX_FILE_BYTES
+
     profile = ctx.invocation.profile
     dispatch_timeout = profile.timeout_for(str(ctx.tool_id))
     timeout = min(profile.shell_timeout_s, max(dispatch_timeout - DISPATCH_MARGIN_S, dispatch_timeout / 2))
@@ -53,6 +59,8 @@ def vfs_workdir(raw: Any, policy: PathPolicy) -> str:
 
 
 def header(result: ShellResult) -> str:
+    from tooldeck.shell import Status
+
     if result.status is Status.TIMED_OUT:
         return "Command timed out."
     if result.status is Status.CANCELLED:
@@ -63,6 +71,7 @@ def header(result: ShellResult) -> str:
 
 
 def to_output(result: ShellResult, timeout_s: float) -> ToolOutput:
+    from tooldeck.shell import Status
     from tooldeck.shell.output import render
 
     content = render(header(result), result.stdout, result.stderr, result.truncated)
@@ -84,6 +93,9 @@ def to_output(result: ShellResult, timeout_s: float) -> ToolOutput:
 
 
 async def handle(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    from tooldeck.shell import Layout, ShellRun
+    from tooldeck.workspace.store import for_run
+
     profile = ctx.invocation.profile
     policy = PathPolicy.from_roots(profile.workspace)
     workdir = vfs_workdir(args.get("workdir", "/"), policy)

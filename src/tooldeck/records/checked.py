@@ -69,34 +69,33 @@ def start(conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[
         conn.execute("UPDATE turns SET calls = ? WHERE turn_id = ?", (turns.encode_calls(entries), turn_id))
 
 
-def finish(conn: sqlite3.Connection, invocation_id: str, round: int, calls: list[FinishedCall],
-           results: list[list[Any]], now: float) -> None:
-    """Results call by call: a later batch of a turn, a sparse turn, results of calls already closed
-    (recovered as interrupted: each goes to a `late_result` event, the recorded outcome stays), or
+def finish(conn: sqlite3.Connection, invocation_id: str, round: int, results: list[list[Any]], now: float) -> None:
+    """Result entries call by call: a later batch of a turn, a sparse turn, results of calls already
+    closed (recovered as interrupted: each goes to a `late_result` event, the recorded outcome stays), or
     results of calls never recorded (the whole batch is rejected)."""
     what = f"round {round} of {invocation_id}"
     row = conn.execute(sql.TURN, (invocation_id, round)).fetchone()
     if row is None:
         raise rejected(what, "no calls of that round were recorded; record them (calls_admitted) first")
     turn_id, data = row
-    known = {entry[0] for entry in turns.decode(data)}
+    call_ids = {entry[0]: entry[1] for entry in turns.decode(data)}
     done, batch = closed(conn, turn_id)
     fresh: list[list[Any]] = []
-    late: list[FinishedCall] = []
-    for call, entry in zip(calls, results, strict=True):
-        if call.index not in known:
-            raise rejected(what, f"call {call.index} ({call.call_id!r}) was never recorded")
-        if call.index in done:
-            late.append(call)
+    late: list[list[Any]] = []
+    for entry in results:
+        index = entry[0]
+        if index not in call_ids:
+            raise rejected(what, f"call {index} was never recorded")
+        if index in done:
+            late.append(entry)
         else:
-            done.add(call.index)
+            done.add(index)
             fresh.append(entry)
     if fresh:
         errors, unknown = counts(fresh)
         conn.execute(sql.INSERT_RESULTS, ((turn_id << RESULT_BATCH_BITS) | batch, len(fresh), errors, unknown,
                                           now, turns.encode_results(fresh)))
-    for call in late:
+    for entry in late:
         conn.execute(INSERT_EVENT, (invocation_id, "late_result", dump({
-            "round": round, "index": call.index, "call_id": call.call_id, "status": call.status,
-            "content": call.content, "is_error": call.is_error, "error_code": call.error_code,
-            "raw_result": call.raw_result}), now))
+            "round": round, "index": entry[0], "call_id": call_ids[entry[0]], "status": entry[1],
+            "content": entry[5], "is_error": entry[7], "error_code": entry[8], "raw_result": entry[10]}), now))

@@ -1,16 +1,17 @@
 """`SqliteRecorder`: the embedded records store (`<home>/records.sqlite`, WAL).
 
-It implements the `Recorder` port (one transaction per port method) and, composed from its parts,
-the read API of `records/reader.py`: the reads are in `queries.py` (rows mapped in `rows.py`), the
-recovery of interrupted calls in `recovery.py`, the writes checked call by call in `checked.py`;
-this module keeps the port's writes and their fast paths. Every connection runs with WAL, foreign
-keys on and a busy timeout; writers in other threads and processes are serialised by
-`BEGIN IMMEDIATE` and retried on SQLITE_BUSY.
+It implements the `Recorder` port and, composed from its parts, the read API of `records/reader.py`:
+the reads are in `queries.py` (rows mapped in `rows.py`) served through `reads.py`, the recovery of
+interrupted calls in `recovery.py`, the writes checked call by call in `checked.py`, the journal and
+its group commit in `journal.py`, `group.py` and `merge.py`; this module keeps the port's writes and
+their fast paths. Every connection runs with WAL, foreign keys on and a busy timeout; writers in
+other threads and processes are serialised by `BEGIN IMMEDIATE` and retried on SQLITE_BUSY.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -18,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from tooldeck.core.errors import TooldeckError
-from tooldeck.records import checked, recovery, turns
+from tooldeck.records import checked, merge, turns
+from tooldeck.records import group as groups
 from tooldeck.records import owner as owners
 from tooldeck.records import statements as sql
 from tooldeck.records.checked import FINAL, INSERT_EVENT, counts, rejected, result_entry
+from tooldeck.records.journal import directory as journal_dir
 from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
 from tooldeck.records.queries import SqliteQueries, reader
-from tooldeck.records.reader import FINAL_STATUSES, CallRecord, Event, InvocationHistory, InvocationSummary
+from tooldeck.records.reader import FINAL_STATUSES
+from tooldeck.records.reads import StoreReads
 from tooldeck.records.schema import RESULT_BATCH_BITS, migrate
 from tooldeck.records.sqlite import Checkpointer, Connections, current_pid, dump, write, write_one
 
@@ -35,10 +39,11 @@ _KNOWN_TURNS = 4_096
 _MASK_LIMIT = 1 << 16
 """Indexes kept in a turn's bitmask of written results; a batch with a larger index is checked call by call."""
 
-_OWN_INVOCATION = "INSERT INTO owner_invocations (owner_id, invocation_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
+_OWN_INVOCATION = merge.OWN_INVOCATION
 _INSERT_SNAPSHOT = ("INSERT INTO snapshots (snapshot_id, provider, json, created_at) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT DO NOTHING")
-_INSERT_RUN_EVENT = "INSERT INTO events (invocation_id, run_id, kind, data, at) VALUES (NULL, ?, ?, ?, ?)"
+
+logger = logging.getLogger("tooldeck.records")
 
 
 def _constraint(what: str, exc: sqlite3.IntegrityError) -> TooldeckError:
@@ -46,13 +51,13 @@ def _constraint(what: str, exc: sqlite3.IntegrityError) -> TooldeckError:
                     "round number")
 
 
-class SqliteRecorder:
+class SqliteRecorder(StoreReads):
     """The SQLite adapter of the records port, with the read API used by replay, resume and the CLI."""
 
     recording = True
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
-                 synchronous: str = "NORMAL", recover_dead: bool = True) -> None:
+                 synchronous: str = "NORMAL", recover_dead: bool = True, journal: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
@@ -64,10 +69,15 @@ class SqliteRecorder:
         self._stored_runs: set[str] = set()
         self._stored_snapshots: dict[str, str] = {}
         """Snapshot id → the JSON this process stored or found stored (bounded by _KNOWN_SNAPSHOTS)."""
-        self._progress: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+        self._progress: dict[tuple[str, int], tuple[int | merge.Admission, int, int, int]] = {}
         """(invocation, round) of a dense turn this process admitted whose results are not all written →
-        (turn_id, calls, next batch, bitmask of the indexes whose result it wrote). Bounded by
-        _KNOWN_TURNS; a turn missing here is written through the checked path."""
+        (turn_id, or its admission while that is journaled, calls, next batch, bitmask of the indexes
+        whose result it wrote). Bounded by _KNOWN_TURNS; a turn missing here is written through the
+        checked path."""
+        self._rounds: dict[str, int] = {}
+        """Invocation → the last round this process admitted (a later one can go through the journal)."""
+        self._group: groups.GroupCommit | None = None
+        """The journal and its group commit (records/group.py); None: every write is its own transaction."""
         self._conns = Connections(self.path, busy_timeout_ms, synchronous.upper())
         self._checkpointer = Checkpointer(self._conns)
         self._read = reader(self._conns.get, self.path)
@@ -78,10 +88,15 @@ class SqliteRecorder:
             self._conns.close()
             raise TooldeckError("records.store_unreadable", f"{self.path} is not a readable records store ({exc}); "
                                 "move it aside and a new one is created") from exc
+        if journal:
+            self._group = groups.attach(journal_dir(self.path), self._commit)
         if recover_dead:
             self.recover()
 
     # -- plumbing ------------------------------------------------------------------------------
+    def _commit(self, writes: list[Any]) -> None:
+        merge.commit_writes(self._write, writes, self._group.conflicted)  # type: ignore[union-attr]
+
     def _write(self, fn: Any) -> Any:
         out = write(self._conns.get(), fn, self.busy_timeout_ms, self.path)
         self._checkpointer.wrote()
@@ -160,6 +175,7 @@ class SqliteRecorder:
 
     def calls_started(self, invocation_id: str, round: int, calls: list[StartedCall], at: float) -> None:
         if calls:
+            self.flush()
             self._guarded(lambda conn: checked.start(conn, invocation_id, round, calls, at),
                           f"round {round} of {invocation_id}")
 
@@ -216,15 +232,28 @@ class SqliteRecorder:
                 conn.execute(sql.INSERT_RESULTS, (turn_id << RESULT_BATCH_BITS, *batch0))
             return turn_id
 
-        if owned and batch0 is None:  # the common turn: one statement
-            turn_id: int = self._write_one(sql.INSERT_TURN, params, what).lastrowid  # type: ignore[assignment]
+        group = self._group
+        last = self._rounds.get(invocation_id)
+        turn: int | merge.Admission
+        if group is not None and owned and (last is None or round > last) and not self._conns.closed:
+            # The common turn: journaled (durable once `add` returns), committed with others within
+            # GROUP_COMMIT_DELAY_S. The invocation is this process's, the round a new one.
+            turn = merge.Admission(invocation_id, round, owner_id, at, len(calls), dense, params[6], batch0)
+            group.add(turn, owner_id)
         else:
-            turn_id = self._guarded(tx, what)
+            self.flush()
+            if owned and batch0 is None:  # one statement
+                turn = self._write_one(sql.INSERT_TURN, params, what).lastrowid  # type: ignore[assignment]
+            else:
+                turn = self._guarded(tx, what)
         self._owned.add(invocation_id)
+        if last is None or round > last:
+            self._rounds[invocation_id] = round
         if dense and len(refused) < len(calls):
-            self._remember(invocation_id, round, (turn_id, len(calls), 1 if refused else 0, done))
+            self._remember(invocation_id, round, (turn, len(calls), 1 if refused else 0, done))
 
-    def _remember(self, invocation_id: str, round: int, progress: tuple[int, int, int, int]) -> None:
+    def _remember(self, invocation_id: str, round: int, progress: tuple[int | merge.Admission, int, int, int]
+                  ) -> None:
         """What this process wrote of a dense turn whose results are not all written yet."""
         if len(self._progress) >= _KNOWN_TURNS:
             self._progress.clear()
@@ -258,30 +287,38 @@ class SqliteRecorder:
         encoded = turns.encode_results(results)
         key = (invocation_id, round)
         progress = self._progress.get(key)
+        if progress is not None and self._group is not None and key in self._group.conflicted:
+            progress = None
         if progress is not None and distinct and top < progress[1] and not mask & progress[3]:
             # A turn this process admitted, none of these results written before: its next batch, at the
             # rowid this process expects. A batch someone else wrote there (recovery closing calls of this
             # turn) makes the insert conflict, and the results are then checked call by call.
-            turn_id, n, batch, written = progress
-            row = ((turn_id << RESULT_BATCH_BITS) | batch, len(results), errors, unknown, now, encoded)
-
-            if not self._write_one(sql.INSERT_NEXT_RESULTS, row, what).rowcount:
-                self._progress.pop(key, None)
-                self._guarded(lambda conn: checked.finish(conn, invocation_id, round, calls, results, now), what)
-            elif written | mask != (1 << n) - 1:
-                self._progress[key] = (turn_id, n, batch + 1, written | mask)
+            turn, n, batch, written = progress
+            group = self._group
+            if group is not None and not self._conns.closed:
+                group.add(merge.Results(invocation_id, round, turn, batch, len(results), errors, unknown, now,
+                                        encoded, results), self._owner_id())
+            else:
+                row = ((turn << RESULT_BATCH_BITS) | batch, len(results), errors, unknown, now, encoded)  # type: ignore[operator]
+                if not self._write_one(sql.INSERT_NEXT_RESULTS, row, what).rowcount:
+                    self._progress.pop(key, None)
+                    self._guarded(lambda conn: checked.finish(conn, invocation_id, round, results, now), what)
+                    return
+            if written | mask != (1 << n) - 1:
+                self._progress[key] = (turn, n, batch + 1, written | mask)
             else:
                 self._progress.pop(key, None)
             return
         if progress is not None:
             self._progress.pop(key, None)
+        self.flush()
         params = (len(results), errors, unknown, now, encoded, invocation_id, round, top)
 
         if distinct and self._write_one(sql.INSERT_FIRST_RESULTS, params, what).rowcount:
             return
         # Anything else is checked call by call under the write lock (a later transaction: the insert
         # above changed nothing, and the check reads everything again).
-        self._guarded(lambda conn: checked.finish(conn, invocation_id, round, calls, results, now), what)
+        self._guarded(lambda conn: checked.finish(conn, invocation_id, round, results, now), what)
 
     def _guarded(self, tx: Any, what: str) -> Any:
         try:
@@ -293,6 +330,13 @@ class SqliteRecorder:
         """Close every connection. The process is marked settled when it leaves no open call behind,
         so later recoveries skip it."""
         key = self._owner_key
+        if self._group is not None and not self._conns.closed:
+            try:
+                groups.detach(self._group, self._commit)
+            except (TooldeckError, sqlite3.Error, OSError):
+                # The journal stays on disk; the next store opened after this process ends merges it.
+                logger.warning("committing the journaled records to %s at close failed", self.path, exc_info=True)
+                key = None  # not settled: its calls are not all in SQLite
         if key is not None and key[0] == current_pid() and not self._conns.closed:
             with contextlib.suppress(TooldeckError, sqlite3.Error):
                 self._write(lambda conn: conn.execute(
@@ -301,49 +345,6 @@ class SqliteRecorder:
                     f"AND {sql.OPEN_TURN})", (key[1], key[1], key[1])))
         self._checkpointer.stop()
         self._conns.close()
-
-    # -- the run event log (also in the port) --------------------------------------------------
-    def record_event(self, invocation_id: str | None, kind: str, data: dict[str, Any]) -> None:
-        now = time.time()
-        self._write(lambda conn: conn.execute(INSERT_EVENT, (invocation_id, kind, dump(data), now)))
-
-    def append_run_event(self, run_id: str, kind: str, data: dict[str, Any]) -> None:
-        """Append to a run's event stream (kept in order; read back with `run_events`)."""
-        now = time.time()
-        self._write(lambda conn: conn.execute(_INSERT_RUN_EVENT, (run_id, kind, dump(data), now)))
-
-    def run_events(self, run_id: str, kind: str) -> list[dict[str, Any]]:
-        return self._queries.run_events(run_id, kind)
-
-    def run_event_log(self, run_id: str, kind_prefix: str = "") -> list[Event]:
-        """The run's events (every stream, or the kinds that start with `kind_prefix`), in order, with their times."""
-        return self._queries.run_event_log(run_id, kind_prefix)
-
-    # -- interrupted calls (recovery.py) ---------------------------------------------------------
-    def recover(self, invocation_id: str | None = None, *, force: bool = False) -> list[CallRecord]:
-        """Close the open calls whose owning process is gone (all open calls with `force`, e.g. on an
-        explicit resume): `started` ones become `outcome_unknown`, `requested` ones `failed` (they never
-        ran). Each gets its error result and a `call_recovered` event. Returns the calls it closed."""
-        return recovery.recover(self._read, self._write, self._queries, invocation_id, force=force)
-
-    # -- read API (queries.py) -----------------------------------------------------------------
-    def list_invocations(self, limit: int = 20, run_id: str | None = None) -> list[InvocationSummary]:
-        return self._queries.list_invocations(limit, run_id)
-
-    def invocation(self, invocation_id: str) -> InvocationSummary:
-        return self._queries.invocation(invocation_id)
-
-    def history(self, invocation_id: str) -> InvocationHistory:
-        return self._queries.history(invocation_id)
-
-    def snapshot_json(self, snapshot_id: str) -> str:
-        return self._queries.snapshot_json(snapshot_id)
-
-    def load_snapshot(self, snapshot_id: str) -> Any:
-        return self._queries.load_snapshot(snapshot_id)
-
-    def events(self, invocation_id: str) -> list[Event]:
-        return self._queries.events(invocation_id)
 
 
 __all__ = ["SqliteRecorder"]
