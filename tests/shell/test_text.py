@@ -29,9 +29,11 @@ def _files(sh: Shell) -> set[str]:
     return {p.name for p in (sh.ws / "output").iterdir()}
 
 
-def test_a_lone_surrogate_in_python_code_is_that_commands_error(shell: Shell) -> None:
+def test_a_lone_surrogate_in_python_code_is_that_commands_error(roomy: Shell) -> None:
     """The issue's reproducer: the escape `\\udcff` in python3 source. The call runs to its end and no
-    file name that UTF-8 cannot hold reaches the host."""
+    file name that UTF-8 cannot hold reaches the host. (The roomy limit: a fresh worker's first python3
+    can take over the short 1.5 s on a loaded machine, and this test is about text, not time.)"""
+    shell = roomy
     result = shell.call("echo a; python3 -c \"import pathlib; pathlib.Path('/output/\\udcff').write_text('x')\"; "
                         "echo b")
     assert result.error_code is None, result.content  # the call ran to its end: `echo b` exited 0
