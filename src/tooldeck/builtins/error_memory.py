@@ -11,7 +11,7 @@ failed | abandoned) and optional `cause` → `recorded <id>`. The store: `record
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
@@ -20,15 +20,22 @@ from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.jsontext import json_text
 from tooldeck.core.results import ToolOutput
-from tooldeck.records.error_memory import DEFAULT_LIMIT, MAX_LIMIT, OUTCOMES, ErrorMemory
+
+if TYPE_CHECKING:  # the store loads on the first call, not with the catalog (start-up time)
+    from tooldeck.records.error_memory import ErrorMemory
 
 MODES: Final = ("search", "read")
+OUTCOMES: Final = ("resolved", "failed", "abandoned")
+DEFAULT_LIMIT: Final = 4
+MAX_LIMIT: Final = 16
 UNKNOWN_MODE: Final = "memory.unknown_mode"
 FIELD_REQUIRED: Final = "memory.field_required"
 UNAVAILABLE: Final = "memory.unavailable"
 
 
 def _memory(ctx: CallContext) -> ErrorMemory:
+    from tooldeck.records.error_memory import ErrorMemory
+
     home = ctx.run.home
     if home is None:
         raise ToolCallError(UNAVAILABLE, "the error memory needs a tooldeck home; this run has none.")

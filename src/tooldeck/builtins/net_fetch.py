@@ -24,12 +24,13 @@ from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.jsontext import json_text
 from tooldeck.core.results import ToolEffect, ToolOutput
-from tooldeck.net import skip_cache
 from tooldeck.workspace import effects
 from tooldeck.workspace.store import CasConflict
 
 if TYPE_CHECKING:
     import httpx
+
+    from tooldeck.net import skip_cache
 
 MAX_LINK_CHARS: Final = 2048
 MAX_CONTENT_CHARS: Final = 100 * 1024
@@ -82,6 +83,7 @@ def _cut(text: str) -> str:
 async def fetch(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     import httpx
 
+    from tooldeck.net import skip_cache
     from tooldeck.net.clients import client_for
 
     url = checked_link(args["link"])

@@ -18,15 +18,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from tooldeck.records.side_tables import side_table
 
-Outcome = Literal["resolved", "failed", "abandoned"]
-OUTCOMES: Final = ("resolved", "failed", "abandoned")
 TTL_S: Final = 90 * 24 * 3600.0
 DEFAULT_LIMIT: Final = 4
 MAX_LIMIT: Final = 16
+"""The search limit's default and cap (the tool's schema says the same: builtins/error_memory.py)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS error_memory (
