@@ -6,7 +6,6 @@ and — through the agent loop — that thinking blocks go back first with their
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tooldeck
+from tests.agent.cut_stream import CutStream
 from tests.agent.mock_provider import MockProvider, Reply, Request
 from tests.conftest import MakeRuntime
 from tooldeck.agent.errors import ModelError
@@ -270,29 +270,6 @@ async def test_builders_text_without_items_and_notes_after_results(mock_provider
 
 
 # -- property: streamed = plain, whatever the chunking -------------------------------------------------------
-class _Stream:
-    """A transport whose stream is the SSE text of a Reply cut at the given points (no HTTP: this tests the
-    assembly; the tests above run the same code over the loopback server)."""
-
-    def __init__(self, reply: Reply, cuts: list[int]) -> None:
-        whole = "".join(reply.chunks or ())
-        points = sorted({c % (len(whole) + 1) for c in cuts} | {0, len(whole)})
-        self.pieces = [whole[a:b] for a, b in itertools.pairwise(points)]
-
-    async def stream_sse(self, url: str, body: Any, headers: Any = None) -> Any:
-        from tooldeck.agent.sse import iter_sse
-
-        async def chunks() -> Any:
-            for piece in self.pieces:
-                yield piece
-
-        async for event in iter_sse(chunks()):
-            yield event
-
-    async def aclose(self) -> None:
-        return None
-
-
 _ARGS = st.dictionaries(st.sampled_from(["a", "b", "note"]), st.one_of(st.integers(-10**20, 10**20),
                                                                        st.text(max_size=8)), max_size=3)
 _BLOCKS = st.tuples(
@@ -315,8 +292,8 @@ def test_a_streamed_message_decodes_as_the_plain_one(blocks: Any, pieces: int, i
     cfg = ModelConfig("claude", "anthropic", "claude-mock", api_key="k")
 
     async def both() -> tuple[ModelTurn, ModelTurn]:
-        streamed = AnthropicClient(cfg, transport=_Stream(stream(content, stop, use, pieces, interleave), cuts))
-        plain = AnthropicClient(cfg, transport=_Stream(stream([], stop, use), []))
+        streamed = AnthropicClient(cfg, transport=CutStream(stream(content, stop, use, pieces, interleave), cuts))
+        plain = AnthropicClient(cfg, transport=CutStream(stream([], stop, use), []))
         return await streamed.complete(ModelRequest([], TOOLS)), plain.decode(message(content, stop, use))
 
     got, want = asyncio.run(both())

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tooldeck
+from tests.agent.cut_stream import CutStream
 from tests.agent.mock_provider import MockProvider, Reply, Request
 from tests.conftest import MakeRuntime
 from tooldeck.agent.errors import ModelError
@@ -242,29 +243,6 @@ async def test_builders_text_without_items_and_notes_after_results(mock_provider
 
 
 # -- property: streamed = plain, whatever the chunking -------------------------------------------------------
-class _Stream:
-    """A transport whose stream is the SSE text of a Reply cut at the given points (no HTTP: this tests the
-    assembly; the tests above run the same code over the loopback server)."""
-
-    def __init__(self, reply: Reply, cuts: list[int]) -> None:
-        whole = "".join(reply.chunks or ())
-        points = sorted({c % (len(whole) + 1) for c in cuts} | {0, len(whole)})
-        self.pieces = [whole[a:b] for a, b in itertools.pairwise(points)]
-
-    async def stream_sse(self, url: str, body: Any, headers: Any = None) -> Any:
-        from tooldeck.agent.sse import iter_sse
-
-        async def chunks() -> Any:
-            for piece in self.pieces:
-                yield piece
-
-        async for event in iter_sse(chunks()):
-            yield event
-
-    async def aclose(self) -> None:
-        return None
-
-
 _SIG = st.one_of(st.none(), st.text("ABCxyz+/=", min_size=1, max_size=12))
 _TEXT_PART = st.tuples(st.text(min_size=1, max_size=24), _SIG)
 _PARTS = st.tuples(st.one_of(st.none(), _TEXT_PART), st.one_of(st.none(), _TEXT_PART),
@@ -303,7 +281,7 @@ def test_a_streamed_answer_decodes_as_the_plain_one(parts: Any, splits: list[int
     cfg = ModelConfig("gem", "gemini", "gemini-mock", api_key="k")
 
     async def streamed() -> ModelTurn:
-        return await GeminiClient(cfg, transport=_Stream(stream(*chunks), cuts)).complete(ModelRequest([], TOOLS))
+        return await GeminiClient(cfg, transport=CutStream(stream(*chunks), cuts)).complete(ModelRequest([], TOOLS))
 
     got = asyncio.run(streamed())
     want = GeminiClient(cfg).decode(chunk(whole, finish, usage(11, 3, thoughts=2, cached=4)))

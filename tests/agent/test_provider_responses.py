@@ -5,7 +5,6 @@ back before the calls they produced, turn by turn (the mock refuses a request th
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tooldeck
+from tests.agent.cut_stream import CutStream
 from tests.agent.mock_provider import MockProvider, Reply, Request
 from tests.conftest import MakeRuntime
 from tooldeck.agent.errors import ModelError
@@ -276,29 +276,6 @@ async def test_assistant_text_without_a_message_item_goes_back_as_a_message(mock
 
 
 # -- property: streamed = plain, whatever the chunking -------------------------------------------------------
-class _Stream:
-    """A transport whose stream is the SSE text of a Reply cut at the given points (no HTTP: this tests the
-    assembly; the tests above run the same code over the loopback server)."""
-
-    def __init__(self, reply: Reply, cuts: list[int]) -> None:
-        whole = "".join(reply.chunks or ())
-        points = sorted({c % (len(whole) + 1) for c in cuts} | {0, len(whole)})
-        self.pieces = [whole[a:b] for a, b in itertools.pairwise(points)]
-
-    async def stream_sse(self, url: str, body: Any, headers: Any = None) -> Any:
-        from tooldeck.agent.sse import iter_sse
-
-        async def chunks() -> Any:
-            for piece in self.pieces:
-                yield piece
-
-        async for event in iter_sse(chunks()):
-            yield event
-
-    async def aclose(self) -> None:
-        return None
-
-
 _ARGS = st.one_of(st.sampled_from(["{}", '{"a": 1, "b": 2}', '{"a": ', "", "[1]", '{"note": "é\\n\\u2028"}']),
                   st.text(max_size=20))
 _OUTPUT = st.tuples(st.lists(st.integers(1, 9), max_size=2), st.lists(st.text(min_size=1, max_size=20), max_size=2),
@@ -315,7 +292,7 @@ def test_a_streamed_response_decodes_as_the_plain_one(parts: Any, pieces: int, i
     cfg = ModelConfig("resp", "openai_responses", "gpt-mock", api_key="k")
 
     async def streamed() -> ModelTurn:
-        client = OpenAIResponsesClient(cfg, transport=_Stream(stream(output, usage(9, 4, 2), pieces, interleave,
+        client = OpenAIResponsesClient(cfg, transport=CutStream(stream(output, usage(9, 4, 2), pieces, interleave,
                                                                       item_done), cuts))
         return await client.complete(ModelRequest([], TOOLS))
 

@@ -27,7 +27,7 @@ import httpx
 
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.providers.common import default_key, load_json
+from tooldeck.agent.providers.common import HttpModelClient, default_key, load_json
 from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
@@ -104,7 +104,7 @@ class _Blocks:
         return out
 
 
-class AnthropicClient:
+class AnthropicClient(HttpModelClient):
     """A `ModelClient` for the Messages API."""
 
     format = "anthropic"
@@ -137,15 +137,7 @@ class AnthropicClient:
                 body["tool_choice"] = {"type": "none"}
         if request.stream:
             body["stream"] = True
-        body.update(self.config.options)
-        body.update(request.options)
-        return body
-
-    async def complete(self, request: ModelRequest, on_event: OnEvent | None = None) -> ModelTurn:
-        body = self.body(request)
-        if not request.stream:
-            return self.decode(await self.transport.post_json(self.url, body))
-        return await self._stream(body, on_event)
+        return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------
     def decode(self, data: Any) -> ModelTurn:
@@ -230,5 +222,3 @@ class AnthropicClient:
         message["content"].extend({"type": "text", "text": note} for note in notes)
         return [message]
 
-    async def aclose(self) -> None:
-        await self.transport.aclose()

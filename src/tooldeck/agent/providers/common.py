@@ -10,7 +10,8 @@ import orjson
 
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.types import ModelTurn
+from tooldeck.agent.transport import Transport
+from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent
 from tooldeck.core.arguments import MISSING, ToolArguments
 from tooldeck.core.results import AgentToolResult
 from tooldeck.protocols.common import ReplayCall
@@ -67,3 +68,36 @@ def default_key(config_key: str | None, *variables: str) -> str | None:
         if value:
             return value
     return None
+
+
+class HttpModelClient:
+    """What the four HTTP clients share: the config's and the request's options merged into the body last,
+    the plain or the streamed answer, and closing the transport. A client supplies `body`, `decode` (a
+    plain answer) and `_stream` (a streamed one)."""
+
+    config: ModelConfig
+    transport: Transport
+    url: str
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def decode(self, data: Any) -> ModelTurn:
+        raise NotImplementedError
+
+    async def _stream(self, body: dict[str, Any], on_event: OnEvent | None) -> ModelTurn:
+        raise NotImplementedError
+
+    def with_options(self, body: dict[str, Any], request: ModelRequest) -> dict[str, Any]:
+        body.update(self.config.options)
+        body.update(request.options)
+        return body
+
+    async def complete(self, request: ModelRequest, on_event: OnEvent | None = None) -> ModelTurn:
+        body = self.body(request)
+        if not request.stream:
+            return self.decode(await self.transport.post_json(self.url, body))
+        return await self._stream(body, on_event)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()

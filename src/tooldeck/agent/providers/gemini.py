@@ -27,7 +27,7 @@ import httpx
 
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.providers.common import default_key, load_json
+from tooldeck.agent.providers.common import HttpModelClient, default_key, load_json
 from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
@@ -98,7 +98,7 @@ class _Parts:
             emit(StreamEvent("reasoning" if part.get("thought") else "text", text))
 
 
-class GeminiClient:
+class GeminiClient(HttpModelClient):
     """A `ModelClient` for the Gemini API."""
 
     format = "gemini"
@@ -133,15 +133,7 @@ class GeminiClient:
         limit = request.max_output_tokens or self.config.max_output_tokens
         if limit:
             body["generationConfig"] = {"maxOutputTokens": limit}
-        body.update(self.config.options)
-        body.update(request.options)
-        return body
-
-    async def complete(self, request: ModelRequest, on_event: OnEvent | None = None) -> ModelTurn:
-        body = self.body(request)
-        if not request.stream:
-            return self.decode(await self.transport.post_json(self.url, body))
-        return await self._stream(body, on_event)
+        return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------
     def decode(self, data: Any) -> ModelTurn:
@@ -227,5 +219,3 @@ class GeminiClient:
         content["parts"].extend({"text": note} for note in notes)
         return [content]
 
-    async def aclose(self) -> None:
-        await self.transport.aclose()

@@ -16,7 +16,7 @@ import httpx
 
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.providers.common import arguments_text, default_key, load_json
+from tooldeck.agent.providers.common import HttpModelClient, arguments_text, default_key, load_json
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
@@ -153,7 +153,7 @@ class ChatStream:
                          self.chunks)
 
 
-class OpenAIChatClient:
+class OpenAIChatClient(HttpModelClient):
     """A `ModelClient` for `/chat/completions`."""
 
     format = "openai"
@@ -185,16 +185,7 @@ class OpenAIChatClient:
         if request.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        body.update(self.config.options)
-        body.update(request.options)
-        return body
-
-    async def complete(self, request: ModelRequest, on_event: OnEvent | None = None) -> ModelTurn:
-        body = self.body(request)
-        if not request.stream:
-            data = await self.transport.post_json(self.url, body)
-            return self.decode(data)
-        return await self._stream(body, on_event)
+        return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------
     def decode(self, data: Any) -> ModelTurn:
@@ -240,5 +231,3 @@ class OpenAIChatClient:
         out.extend({"role": "user", "content": note} for note in notes)
         return out
 
-    async def aclose(self) -> None:
-        await self.transport.aclose()

@@ -28,7 +28,7 @@ import httpx
 
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.providers.common import default_key, load_json
+from tooldeck.agent.providers.common import HttpModelClient, default_key, load_json
 from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
@@ -161,7 +161,7 @@ class _Output:
         return [self.items[i] for i in sorted(self.items)]
 
 
-class OpenAIResponsesClient:
+class OpenAIResponsesClient(HttpModelClient):
     """A `ModelClient` for `/responses`."""
 
     format = "openai_responses"
@@ -203,15 +203,7 @@ class OpenAIResponsesClient:
         body["include"] = ["reasoning.encrypted_content"]
         if request.stream:
             body["stream"] = True
-        body.update(self.config.options)
-        body.update(request.options)
-        return body
-
-    async def complete(self, request: ModelRequest, on_event: OnEvent | None = None) -> ModelTurn:
-        body = self.body(request)
-        if not request.stream:
-            return self.decode(await self.transport.post_json(self.url, body))
-        return await self._stream(body, on_event)
+        return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------
     def decode(self, data: Any) -> ModelTurn:
@@ -303,5 +295,3 @@ class OpenAIResponsesClient:
         out.extend({"role": "user", "content": note} for note in notes)
         return out
 
-    async def aclose(self) -> None:
-        await self.transport.aclose()
