@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tooldeck
-from tests.agent.cut_stream import CutStream
+from tests.agent.client_support import CutStream, complete_once
 from tests.agent.mock_provider import MockProvider, Reply, Request
 from tests.conftest import MakeRuntime
 from tooldeck.agent.errors import ModelError
@@ -119,13 +119,7 @@ def config(mock: MockProvider, **kw: Any) -> ModelConfig:
 
 
 async def complete(mock: MockProvider, request: ModelRequest, **kw: Any) -> tuple[ModelTurn, list[StreamEvent]]:
-    client = make_client(config(mock, **kw))
-    assert isinstance(client, AnthropicClient)
-    events: list[StreamEvent] = []
-    try:
-        return await client.complete(request, events.append), events
-    finally:
-        await client.aclose()
+    return await complete_once(config(mock, **kw), AnthropicClient, request)
 
 
 # -- the client ----------------------------------------------------------------------------------------------
