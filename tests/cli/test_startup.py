@@ -16,7 +16,8 @@ from .support import run_cli, write_fixture_mcp
 DICE = '{"formula": "2d6+1"}'
 # Never needed by a call of a builtin tool in a home without MCP servers.
 HEAVY = ("mcp", "mcp_types", "uvicorn", "starlette", "rich", "anyio", "httpx", "httpx2", "tooldeck.server",
-         "tooldeck.sources.mcp.manager", "tooldeck.sources.mcp.config")
+         "tooldeck.sources.mcp.manager", "tooldeck.sources.mcp.config",
+         "pydantic")  # the Profile is a typed_config class: pydantic cost ~100 ms of a call's start-up
 
 
 def test_call_in_a_home_without_mcp_config_does_not_import_the_mcp_sdk(tmp_path: Path) -> None:

@@ -8,11 +8,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from tooldeck.core.errors import ProfileError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.preconditions import Requires, RequiresError, parse_requires
+from tooldeck.core.typed_config import Config, ConfigError, Field, config_class, field_validator
 
 Permission = Literal["allow", "ask", "deny"]
 LoadingMode = Literal["eager", "deferred", "names_only"]
@@ -43,16 +42,16 @@ def matches(pattern: str, tool_id: str) -> bool:
     return pattern == tool_id or (is_pattern(pattern) and fnmatch.fnmatchcase(tool_id, pattern))
 
 
-class DescriptionOverride(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@config_class
+class DescriptionOverride(Config):
     description: str | None = None
     properties: dict[str, str] = Field(default_factory=dict)
 
 
-class WorkspaceRoots(BaseModel):
+@config_class
+class WorkspaceRoots(Config):
     """The top-level roots of a run's workspace, each one path segment. Anything else is hidden."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     writable: list[str] = Field(default_factory=lambda: ["output", "scratch", "plan", "summaries", "persist"])
     read_only: list[str] = Field(default_factory=lambda: ["tool-results", "skills"])
     body_file: str = "output/main.md"
@@ -66,11 +65,11 @@ class WorkspaceRoots(BaseModel):
         return roots
 
 
-class Profile(BaseModel):
+@config_class
+class Profile(Config):
     """Entries of `allow`, `deny`, `permissions` and `max_calls_per_tool` are tool ids or globs
-    (`extension/*`, `mcp/*:search_*`). `allow` is ordered: bindings follow it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    (`extension/*`, `mcp/*:search_*`). `allow` is ordered: bindings follow it. Frozen: change one with
+    `profile.replace(key=value)`; `profile.fields_set` names the keys given explicitly."""
 
     allow: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOW))
     deny: list[str] = Field(default_factory=list)
@@ -118,6 +117,9 @@ class Profile(BaseModel):
         for key, value in table.items():
             if not is_pattern(key):
                 ToolId.parse(key)
+            if isinstance(value, Requires):  # already parsed: a `replace()` copy
+                out[key] = value
+                continue
             try:
                 out[key] = parse_requires(value, f"requires[{key!r}]")
             except RequiresError as exc:
@@ -159,10 +161,9 @@ class Profile(BaseModel):
         if isinstance(data, dict) and "profile" in data and isinstance(data["profile"], dict):
             data = data["profile"]
         try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors())
-            raise ProfileError("profile.invalid", f"{source}: {problems}") from exc
+            return cls.from_mapping(data)
+        except ConfigError as exc:
+            raise ProfileError("profile.invalid", f"{source}: {exc.summary()}") from exc
 
     def first_match(self, table: dict[str, Any], tool_id: str) -> Any:
         if tool_id in table:

@@ -84,7 +84,7 @@ def open_runtime(home: Path, profile: Path | None, *, records: bool = True,
 def with_loading(runtime: Runtime, loading: Loading | None) -> Runtime:
     """Apply a `--loading` flag on top of the runtime's Profile."""
     if loading is not None:
-        runtime.profile = runtime.profile.model_copy(update={"loading": loading.value})
+        runtime.profile = runtime.profile.replace(loading=loading.value)
     return runtime
 
 

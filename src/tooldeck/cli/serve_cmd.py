@@ -125,7 +125,7 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="tooldeck serve: %(levelname)s %(message)s")
     try:
         runtime = Runtime(Path(home), profile=profile, records=records)
-        if loading is None and "loading" not in runtime.profile.model_fields_set:
+        if loading is None and "loading" not in runtime.profile.fields_set:
             # A gateway's tool list should not change under its clients: serve defers schemas unless told.
             loading = Loading.deferred
         runtime = with_loading(runtime, loading)

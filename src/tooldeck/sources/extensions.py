@@ -14,14 +14,15 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import pydantic
+from typing import TYPE_CHECKING, Any
 
 from tooldeck.catalog.sources import CallContext, Diagnostic, Executable, ToolSource
 from tooldeck.core.descriptors import ALL_SCENES, Availability, Scene, ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import TooldeckError
 from tooldeck.core.ids import ToolId
+
+if TYPE_CHECKING:
+    import pydantic
 
 _PLAIN_TYPES = (str, int, float, bool, list, dict, type(None))
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
@@ -80,6 +81,8 @@ def _is_plain(annotation: Any) -> bool:
 
 
 def function_signature(fn: Callable[..., Any], description: str | None = None) -> FunctionSignature:
+    import pydantic  # here, not at import: a command that registers no Python tool never pays for it
+
     summary, param_docs = parse_docstring(fn.__doc__)
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
