@@ -9,22 +9,19 @@ status is an error quoting up to 8 KiB of the body; nothing is written then.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Final
 from urllib.parse import unquote
 
 from tooldeck.builtins.net import REQUEST_FAILED, TIMED_OUT, clamp_timeout, read_capped
 from tooldeck.builtins.registry import BuiltinTool
-from tooldeck.builtins.workspace_common import workspace
+from tooldeck.builtins.workspace_common import workspace, write_new_file
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.jsontext import json_text
-from tooldeck.core.results import ToolEffect, ToolOutput
-from tooldeck.workspace import effects
+from tooldeck.core.results import ToolOutput
 from tooldeck.workspace.limits import MAX_FILE_BYTES
-from tooldeck.workspace.store import CasConflict
 
 DEFAULT_DOWNLOAD_TIMEOUT_S: Final = 120.0
 MAX_DOWNLOAD_TIMEOUT_S: Final = 600.0
@@ -74,15 +71,11 @@ async def download(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     if truncated:
         raise ToolCallError(TOO_LARGE, f"{url} is larger than {MAX_FILE_BYTES // 1048576} MiB, the workspace's "
                             "file limit; nothing was written (the download was stopped there).")
-    try:
-        swap = await asyncio.to_thread(store.swap, loc, None, lambda _old: data)
-    except CasConflict:
-        raise ToolCallError(FILE_EXISTS, f"`{loc.shown}` appeared while the file was downloading; nothing was "
-                            "written. Give another `output_file`.") from None
+    sha256, effect = await write_new_file(store, loc, data, chars=None, exists=ToolCallError(
+        FILE_EXISTS, f"`{loc.shown}` appeared while the file was downloading; nothing was written. Give another "
+        "`output_file`."))
     answer = {"ok": True, "url": str(url), "output_file": loc.shown, "size_bytes": len(data),
-              "status_code": status, "sha256": swap.sha256}
-    effect = ToolEffect(effects.FILE_WRITTEN, {"path": loc.shown, "mode": "replace", "sha256": swap.sha256,
-                                               "previous_sha256": None, "chars": None})
+              "status_code": status, "sha256": sha256}
     return ToolOutput(json_text(answer), answer, resource_refs=[loc.shown], effects=[effect])
 
 

@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tooldeck.builtins.net import REQUEST_FAILED, TIMED_OUT, read_capped
 from tooldeck.builtins.registry import BuiltinTool
-from tooldeck.builtins.workspace_common import workspace
+from tooldeck.builtins.workspace_common import workspace, write_new_file
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.jsontext import json_text
-from tooldeck.core.results import ToolEffect, ToolOutput
-from tooldeck.workspace import effects
-from tooldeck.workspace.store import CasConflict
+from tooldeck.core.results import ToolOutput
 
 if TYPE_CHECKING:
     import httpx
@@ -144,13 +142,8 @@ def _remember(skips: skip_cache.SkipCache | None, url: str, reason: str, seconds
 async def _save(ctx: CallContext, rel: str, content: str) -> ToolOutput:
     store, policy = workspace(ctx)
     loc = store.locate(policy, rel, write=True)
-    data = content.encode("utf-8")
-    try:
-        swap = await asyncio.to_thread(store.swap, loc, None, lambda _old: data)
-    except CasConflict:
-        raise ToolCallError("fetch.file_exists", f"`{loc.shown}` already exists; give another `save_to`.") from None
-    effect = ToolEffect(effects.FILE_WRITTEN, {"path": loc.shown, "mode": "replace", "sha256": swap.sha256,
-                                               "previous_sha256": None, "chars": len(content)})
+    _, effect = await write_new_file(store, loc, content.encode("utf-8"), chars=len(content), exists=ToolCallError(
+        "fetch.file_exists", f"`{loc.shown}` already exists; give another `save_to`."))
     return ToolOutput(f"Downloaded {len(content):,} chars to {loc.shown}", {"path": loc.shown, "chars": len(content)},
                       resource_refs=[loc.shown], effects=[effect])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -9,8 +10,11 @@ from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.profile import WorkspaceRoots
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolDescriptor
+from tooldeck.core.errors import ToolCallError
+from tooldeck.core.results import ToolEffect
+from tooldeck.workspace import effects
 from tooldeck.workspace.paths import PathPolicy
-from tooldeck.workspace.store import WorkspaceStore, for_run
+from tooldeck.workspace.store import CasConflict, Location, WorkspaceStore, for_run
 
 DEFAULT_POLICY = PathPolicy.from_roots(WorkspaceRoots())
 
@@ -50,3 +54,15 @@ def for_profile(descriptor: ToolDescriptor, profile: Any) -> ToolDescriptor:
 
 def profile_aware(tools: list[BuiltinTool]) -> list[BuiltinTool]:
     return [replace(t, descriptor=replace(t.descriptor, materialize=for_profile)) for t in tools]
+
+
+async def write_new_file(store: WorkspaceStore, loc: Location, data: bytes, *, chars: int | None,
+                         exists: ToolCallError) -> tuple[str, ToolEffect]:
+    """Create the file at `loc` (off the event loop) unless one is there by then, which raises `exists`;
+    the new file's sha256 and its `file_written` effect."""
+    try:
+        swap = await asyncio.to_thread(store.swap, loc, None, lambda _old: data)
+    except CasConflict:
+        raise exists from None
+    return swap.sha256, ToolEffect(effects.FILE_WRITTEN, {"path": loc.shown, "mode": "replace", "sha256": swap.sha256,
+                                                          "previous_sha256": None, "chars": chars})
