@@ -33,7 +33,7 @@ import httpx
 import orjson
 
 import tooldeck
-from bench.timing import ainterleaved_us
+from bench.timing import REPEATS_ALLOWED, ainterleaved_us
 from tests.agent import chat_replies as chat
 from tests.agent.mock_provider import MockProvider, Reply, Request
 from tooldeck.agent.types import ModelConfig
@@ -61,7 +61,7 @@ async def add(a: int, b: int) -> int:
 
 
 def tooldeck_variant(mock: MockProvider, home: Path, stream: bool) -> tuple[Callable[[], Awaitable[Any]], Any]:
-    rt = tooldeck.Runtime(home, builtins=[], records=True)
+    rt = tooldeck.Runtime(home, builtins=[], records=True, profile={"max_identical_calls": REPEATS_ALLOWED})
     rt.tool(extension_id="bench", name="add")(add)
     cfg = ModelConfig("mock", "openai", "gpt-mock", base_url=URL, api_key="sk-bench", stream=stream)
     agent = rt.agent(cfg, http_client=mock_client(mock))

@@ -21,7 +21,7 @@ import jsonschema_rs
 import orjson
 
 import tooldeck
-from bench.timing import ainterleaved_us, report
+from bench.timing import REPEATS_ALLOWED, ainterleaved_us, report
 from tooldeck.catalog import bindings as binding_prep
 from tooldeck.core.descriptors import AvailabilityContext
 from tooldeck.snapshot.snapshot import Snapshot
@@ -34,6 +34,8 @@ NOTE_ARGS = ('{"path": "notes/2026-11-30/meeting-with-the-platform-team.md", "te
              'for 2 weeks. Owner: Dana; reviewers: Lee, Sam.", "tags": ["meeting", "platform", "release-42"], '
              '"priority": 3}')
 INNER = 2_000
+
+PROFILE = {"allow": ["extension/*"], "max_identical_calls": REPEATS_ALLOWED}
 
 
 async def add(a: int, b: int) -> int:
@@ -63,7 +65,7 @@ def peer_tools():
 
 
 async def per_call(home: Path) -> None:
-    rt = tooldeck.Runtime(home, builtins=[], records=False, profile={"allow": ["extension/*"]})
+    rt = tooldeck.Runtime(home, builtins=[], records=False, profile=PROFILE)
     rt.tool(extension_id="bench")(add)
     rt.tool(extension_id="bench")(ping)
     rt.tool(extension_id="bench")(note)
@@ -151,7 +153,7 @@ async def per_call(home: Path) -> None:
 def snapshot_build(home: Path) -> None:
     print("Snapshot build (prepare bindings + names + render), median of 7:")
     for n in (10, 100, 1_000):
-        rt = tooldeck.Runtime(home / f"s{n}", builtins=[], records=False, profile={"allow": ["extension/*"]})
+        rt = tooldeck.Runtime(home / f"s{n}", builtins=[], records=False, profile=PROFILE)
         for i in range(n):
             rt.extensions.register(add, f"ext{i % 7}", f"tool.{i}.add", description=f"Add numbers {i}.")
         ctx = AvailabilityContext("chat", False, "openai", "r")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import tooldeck
+from bench.timing import REPEATS_ALLOWED
 from tests.corpus import bfcl_functions
 from tests.deferred.catalog import _schema, mcp_source
 from tooldeck.snapshot.search import DeferredCatalog
@@ -35,7 +36,8 @@ def build(home: Path, n: int, loading: str) -> tooldeck.Runtime:
     functions = list(bfcl_functions())[:n]
     half = n // 2
     rt = tooldeck.Runtime(home, builtins=[], records=False, sources=[mcp_source(functions[half:])],
-                          profile={"allow": ["extension/*", "mcp/*"], "loading": loading})
+                          profile={"allow": ["extension/*", "mcp/*"], "loading": loading,
+                                   "max_identical_calls": REPEATS_ALLOWED})
     for fn in functions[:half]:
         rt.extensions.register(lambda **kw: "ok", "bfcl", fn["name"], description=fn.get("description") or "x",
                                input_schema=_schema(fn), blocking=False)

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx2
 
-from bench.timing import ainterleaved_ms, free_port, wait_port
+from bench.timing import REPEATS_ALLOWED, ainterleaved_ms, free_port, wait_port
 from tooldeck.runtime import Runtime
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp.login import login
@@ -65,7 +65,8 @@ def main() -> None:
 
 
 async def _measure(oauth_home: Path, header_home: Path) -> None:
-    profile = {"allow": ["mcp/*"], "max_calls_per_invocation": 10_000_000}
+    profile = {"allow": ["mcp/*"], "max_calls_per_invocation": 10_000_000,
+    "max_identical_calls": REPEATS_ALLOWED}
     with (Runtime(oauth_home, builtins=[], records=False, profile=profile) as with_oauth,
           Runtime(header_home, builtins=[], records=False, profile=profile) as with_header):
         calls = [{"id": "c", "name": "mcp__web__echo", "arguments": {"message": "bench"}}]

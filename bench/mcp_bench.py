@@ -38,7 +38,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from bench.timing import ainterleaved_ms, free_port, wait_port
+from bench.timing import REPEATS_ALLOWED, ainterleaved_ms, free_port, wait_port
 from tooldeck.runtime import Runtime
 from tooldeck.sources.mcp.loop import BackgroundLoop
 
@@ -61,7 +61,8 @@ def _runtime(home: Path, server: dict[str, Any]) -> Runtime:
     home.mkdir(parents=True, exist_ok=True)
     (home / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": server}}), encoding="utf-8")
     return Runtime(home, builtins=[], records=False,
-                   profile={"allow": ["mcp/*"], "max_calls_per_invocation": 10_000_000})
+                   profile={"allow": ["mcp/*"], "max_calls_per_invocation": 10_000_000,
+    "max_identical_calls": REPEATS_ALLOWED})
 
 
 def _tooldeck_call(rt: Runtime) -> Callable[[], Awaitable[Any]]:

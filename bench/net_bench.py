@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 import tooldeck
-from bench.timing import ainterleaved_us, report
+from bench.timing import REPEATS_ALLOWED, ainterleaved_us, report
 
 BODY = b'{"ok": true}'
 
@@ -55,7 +55,8 @@ def _start_server() -> int:
 async def main(home: Path) -> None:
     url = f"http://127.0.0.1:{_start_server()}/item"
     rt = tooldeck.Runtime(home=home, profile={"loading": "eager", "allow": ["builtin:http_request"],
-                                              "net_allow": ["127.0.0.1"], "max_calls_per_invocation": 10**9})
+                                              "net_allow": ["127.0.0.1"], "max_calls_per_invocation": 10**9,
+    "max_identical_calls": REPEATS_ALLOWED})
     inv = rt.invocation()
     call = [{"id": "h", "name": "http_request", "arguments": {"url": url}}]
     [first] = await inv.arun(call)

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import tooldeck
-from bench.timing import report
+from bench.timing import REPEATS_ALLOWED, report
 from tooldeck.core.descriptors import ToolAnnotations
 from tooldeck.protocols import FORMATS
 from tooldeck.records.replay import replay, replay_history
@@ -32,13 +32,15 @@ ARGS = '{"a": 1, "b": 2}'
 TURN = 10
 HISTORY_ROUNDS = 100
 
+PROFILE = {"allow": ["extension/*"], "max_identical_calls": REPEATS_ALLOWED}
+
 
 async def add(a: int, b: int) -> int:
     return a + b
 
 
 def _runtime(home: Path, records: bool) -> tooldeck.Runtime:
-    rt = tooldeck.Runtime(home, builtins=[], records=records, profile={"allow": ["extension/*"]})
+    rt = tooldeck.Runtime(home, builtins=[], records=records, profile=PROFILE)
     rt.tool(extension_id="bench", annotations=ToolAnnotations(concurrency_safe=True))(add)
     return rt
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import tooldeck
+from bench.timing import REPEATS_ALLOWED
 
 FILES = 3_000
 DIRS = 30
@@ -75,7 +76,7 @@ PER_CALL = {"echo hi": "echo hi", "python3 print": "python3 -c 'print(1)'", "nod
 
 
 def echo_bench(home: Path) -> dict[str, float]:
-    rt = tooldeck.Runtime(home, records=False)
+    rt = tooldeck.Runtime(home, records=False, profile={"max_identical_calls": REPEATS_ALLOWED})
     inv = rt.invocation(run_id="bench-echo", profile={"max_calls_per_invocation": 1_000_000})
     calls = {name: [{"id": "e", "name": "workspace_shell", "arguments": {"command": cmd}}]
              for name, cmd in PER_CALL.items()}
@@ -94,7 +95,7 @@ def echo_bench(home: Path) -> dict[str, float]:
 def grep_bench(home: Path) -> dict[str, float]:
     from bashkit import Bash
 
-    rt = tooldeck.Runtime(home, records=False)
+    rt = tooldeck.Runtime(home, records=False, profile={"max_identical_calls": REPEATS_ALLOWED})
     inv = rt.invocation(run_id="bench-grep", profile={"max_calls_per_invocation": 1_000_000})
     root = inv.run_state.workspace_root / "scratch" / "tree"
     files = make_tree(root)
@@ -136,7 +137,7 @@ STOPS = {
 
 def stop_bench(home: Path, timeout_s: float = 0.5, repeats: int = 5) -> dict[str, float]:
     """How long after its deadline a timed-out call returns (its work has stopped by then)."""
-    rt = tooldeck.Runtime(home, records=False)
+    rt = tooldeck.Runtime(home, records=False, profile={"max_identical_calls": REPEATS_ALLOWED})
     inv = rt.invocation(run_id="bench-stop", profile={"max_calls_per_invocation": 1_000_000,
                                                       "shell_timeout_s": timeout_s})
     rows: dict[str, float] = {}
@@ -162,7 +163,8 @@ import json, sys, tempfile, time
 from pathlib import Path
 import tooldeck
 rt = tooldeck.Runtime(Path(tempfile.mkdtemp()) / "home", records=False)
-inv = rt.invocation(run_id="bench", profile={"max_calls_per_invocation": 10**9})
+inv = rt.invocation(run_id="bench", profile={"max_calls_per_invocation": 10**9,
+    "max_identical_calls": REPEATS_ALLOWED})
 print(json.dumps(tooldeck.__file__), flush=True)
 for line in sys.stdin:
     call = [{"id": "c", "name": "workspace_shell", "arguments": {"command": json.loads(line)}}]

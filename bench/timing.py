@@ -7,6 +7,10 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 
+REPEATS_ALLOWED = 10**9
+"""`max_identical_calls` for benches, which repeat one call on purpose: the repeated-call guard still runs
+(its cost is in every figure) but never refuses."""
+
 
 def median_us(fn: Callable[[], object], inner: int, repeats: int = 15) -> float:
     """Median per-iteration time in µs of `fn`, over `repeats` batches of `inner` iterations."""

@@ -6,6 +6,7 @@
 3. decode the wire arguments (`ToolArguments`; not an object → `tool.invalid_arguments`);
 4. validate them against the tool's input schema (→ `tool.invalid_arguments`);
 5. tool-choice rules: `none`, `auto`, `required`, or one specific tool (→ `tool.choice_violation`);
+   then repeated calls: the same call over and over with the same result (→ `tool.repeated_call`, repeats.py);
 6. permission: `allow` | `ask` | `deny`; `ask` is settled by the host's confirmation callback right
    before the tool runs, and with no callback it is denied (→ `tool.permission_denied`). A tool may
    make some of its calls `ask` by their arguments (`ToolDescriptor.confirm_when`: `http_request`
@@ -33,6 +34,7 @@ from tooldeck.core.errors import (
     CHOICE_VIOLATION,
     INVALID_ARGUMENTS,
     PERMISSION_DENIED,
+    REPEATED_CALL,
     SCHEMA_REQUIRED,
     UNKNOWN_TOOL,
     USE_RUN_TOOL,
@@ -41,6 +43,7 @@ from tooldeck.core.jsonfast import decoded_fast, plain_fast
 from tooldeck.core.jsonvalue import SHORT_TEXT, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
 from tooldeck.projection import Guidance
+from tooldeck.repeats import RepeatGuard
 from tooldeck.snapshot.deferred import META_IDS, RUN_TOOL
 from tooldeck.snapshot.schema_transforms import transform
 from tooldeck.snapshot.snapshot import Binding, Snapshot
@@ -140,7 +143,7 @@ def _own_default(binding: Binding, profile: Profile) -> Callable[[dict[str, Any]
 
 class Gate:
     def __init__(self, snapshot: Snapshot, profile: Profile, table: GateTable | None = None,
-                 fetched: set[str] | None = None) -> None:
+                 fetched: set[str] | None = None, repeats: RepeatGuard | None = None) -> None:
         self.snapshot = snapshot
         self.budget = BudgetState()
         table = table or GateTable.build(snapshot, profile)
@@ -155,6 +158,9 @@ class Gate:
         self._limit = snapshot.max_calls_per_invocation
         self.fetched: set[str] = fetched if fetched is not None else set()
         """Tool ids whose schema the model has fetched in this run (deferred modes)."""
+        self._repeat_limit = profile.max_identical_calls
+        self.repeats = repeats if self._repeat_limit else None
+        """The run's repeated-call guard (None: detection is off); it must `observe` the results."""
 
     def check(self, call_id: str, name: str, wire_args: Any = MISSING,
               choice: ToolChoice = "auto") -> Admitted | Refused:
@@ -233,6 +239,11 @@ class Gate:
             violation = self._choice_violation(entry, choice)
             if violation:
                 return self._refused(call_id, entry, CHOICE_VIOLATION, violation)
+        repeats = self.repeats
+        if repeats is not None:
+            loop = repeats.check(call_id, entry.tool_id, entry.binding.call_name, args, self._repeat_limit)
+            if loop is not None:
+                return self._refused(call_id, entry, REPEATED_CALL, loop)
         permission = entry.permission
         if permission == "allow":
             return Admitted(entry, args, entry.confirm_when is not None and entry.confirm_when(args))

@@ -30,6 +30,7 @@ from tooldeck.gate import Admitted, Gate, Refused, ToolChoice
 from tooldeck.projection import Projector
 from tooldeck.records.calls import provider_slots, record_unpaired_turn, requested, unprojected
 from tooldeck.records.writer import TurnWriter
+from tooldeck.repeats import RepeatGuard
 from tooldeck.snapshot import deferred
 from tooldeck.snapshot.search import DeferredCatalog
 from tooldeck.snapshot.snapshot import Snapshot
@@ -61,7 +62,8 @@ class Invocation:
         self.fetched: set[str] = run.state.setdefault("fetched_tools", set())
         """Tool ids whose schema was fetched in this run (deferred modes); shared by the run's invocations."""
         table = runtime.snapshots.gate_table(snapshot, profile)
-        self.gate = Gate(snapshot, profile, table, self.fetched)
+        repeats = run.state.setdefault("repeats", RepeatGuard()) if profile.max_identical_calls else None
+        self.gate = Gate(snapshot, profile, table, self.fetched, repeats)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
                                    table.guidance)
         self.round = 0
@@ -130,6 +132,8 @@ class Invocation:
         call = Call.from_wire(wire_call)
         self.round += 1
         round_no = self.round
+        if self.gate.repeats is not None:
+            self.gate.repeats.begin_turn()
         chk = self.gate.check(call.id, call.name, call.arguments, tool_choice)
         out = begin_one(self, chk, 0, TurnState((call,), round_no, [UNFINISHED]))
         if type(out) is CoroutineType:
@@ -137,7 +141,10 @@ class Invocation:
         if isinstance(out, ToolOutput) and out.effects:
             self.effects.extend((call.id, effect) for effect in out.effects)
         entry = chk.entry
-        return [self.projector.project(call.id, entry.tool_id if entry is not None else None, round_no, out)]
+        results = [self.projector.project(call.id, entry.tool_id if entry is not None else None, round_no, out)]
+        if self.gate.repeats is not None:
+            self.gate.repeats.observe(results)
+        return results
 
     async def _turn(self, calls: Turn, tool_choice: ToolChoice,
                     provider_items: list[Mapping[str, Any]] | None = None) -> list[AgentToolResult]:
@@ -160,6 +167,8 @@ class Invocation:
             raise
         self.round += 1
         round_no = self.round
+        if self.gate.repeats is not None:
+            self.gate.repeats.begin_turn()
         check = self.gate.check
         checks: list[Admitted | Refused] = []
         try:
@@ -189,9 +198,12 @@ class Invocation:
                 self._close_turn(records, turn, checks, exc)
             raise
         if records is None:
-            return self._project(turn, checks)  # type: ignore[return-value]
-        results = self._project_rest(turn, checks, records.results)
-        records.finish(results)
+            results = self._project(turn, checks)
+        else:
+            results = self._project_rest(turn, checks, records.results)
+            records.finish(results)
+        if self.gate.repeats is not None:
+            self.gate.repeats.observe(results)
         return results  # type: ignore[return-value]
 
     def _project(self, turn: TurnState, checks: list[Admitted | Refused]) -> list[AgentToolResult | None]:

@@ -226,10 +226,10 @@ def test_blocking_false_runs_inline_and_the_default_on_a_tooldeck_worker(tmp_pat
         return threading.current_thread().name
 
     inv = rt.invocation()
-    for _ in range(3):  # the window path and, once warmed, the same
-        assert inv.run([{"id": "a", "name": "pure", "arguments": {"x": 1}}])[0].content == \
+    for i in range(3):  # the window path and, once warmed, the same (new arguments: not a repeated call)
+        assert inv.run([{"id": "a", "name": "pure", "arguments": {"x": i}}])[0].content == \
             threading.current_thread().name
-        assert inv.run([{"id": "b", "name": "default", "arguments": {"x": 1}}])[0].content.startswith("tooldeck-tool-")
+        assert inv.run([{"id": "b", "name": "default", "arguments": {"x": i}}])[0].content.startswith("tooldeck-tool-")
     rt.close()
 
 

@@ -78,6 +78,9 @@ class Profile(Config):
     default_permission: Permission = "allow"
     max_calls_per_invocation: int = Field(default=80, ge=1)
     max_calls_per_tool: dict[str, int] = Field(default_factory=dict)
+    max_identical_calls: int = Field(default=3, ge=0)
+    """Identical calls (same tool, same arguments, same result) allowed in a row in a run; the next one is
+    refused with `tool.repeated_call`, as is an A-B-A-B cycle (repeats.py). 0: no detection."""
     result_inline_limit: int = Field(default=50_000, ge=1)
     preview_chars: int = Field(default=3_000, ge=1)
     loading: LoadingMode = "eager"
