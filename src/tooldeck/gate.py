@@ -26,7 +26,7 @@ import orjson
 from orjson import JSONDecodeError
 from orjson import loads as _loads
 
-from tooldeck.catalog.profile import Permission, Profile
+from tooldeck.catalog.profile import Permission, Profile, matches
 from tooldeck.catalog.sources import ToolSource
 from tooldeck.core.arguments import MISSING, ToolArguments
 from tooldeck.core.errors import (
@@ -125,13 +125,38 @@ class GateTable:
     @classmethod
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
         entries = {
-            b.call_name: GateEntry(b, b.tool_id, profile.permission_for(b.tool_id), profile.timeout_for(b.tool_id),
-                                   b.descriptor.annotations.concurrency_safe, confirm_when=_own_default(b, profile))
+            b.call_name: GateEntry(b, b.tool_id, permission_for(b, profile), profile.timeout_for(b.tool_id),
+                                   concurrency_safe(b, profile), confirm_when=_own_default(b, profile))
             for b in snapshot.bindings
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
         listed = frozenset(snapshot.extra.get("listed") or ())
         return cls(entries, list(entries), aliases, listed, Guidance.for_snapshot(snapshot), profile=profile)
+
+
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def permission_for(binding: Binding, profile: Profile) -> Permission:
+    """The Profile's entry for the tool; else its default permission, made `ask` for a destructive tool
+    when `annotation_defaults` is on (deny beats ask beats allow)."""
+    explicit = profile.first_match(profile.permissions, binding.tool_id)
+    if explicit is not None:
+        return explicit  # type: ignore[no-any-return]
+    default = profile.default_permission
+    if profile.annotation_defaults and binding.descriptor.annotations.destructive and _STRICTNESS[default] < 1:
+        return "ask"
+    return default
+
+
+def concurrency_safe(binding: Binding, profile: Profile) -> bool:
+    """Calls that may run together with their turn's other such calls, as the tool says; a Profile `serial`
+    entry keeps a tool one at a time, and without `annotation_defaults` an MCP tool's hints do not count."""
+    if profile.serial and any(matches(p, binding.tool_id) for p in profile.serial):
+        return False
+    if not profile.annotation_defaults and binding.tool_id.startswith("mcp/"):
+        return False
+    return binding.descriptor.annotations.concurrency_safe
 
 
 def _own_default(binding: Binding, profile: Profile) -> Callable[[dict[str, Any]], bool] | None:

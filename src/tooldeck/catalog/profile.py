@@ -76,6 +76,11 @@ class Profile(Config):
     descriptions: dict[str, DescriptionOverride] = Field(default_factory=dict)
     permissions: dict[str, Permission] = Field(default_factory=dict)
     default_permission: Permission = "allow"
+    annotation_defaults: bool = True
+    """Annotations set defaults: a destructive tool asks (unless `permissions` names it), a read-only MCP tool
+    is concurrency-safe. False: a destructive tool gets `default_permission`, MCP tools run one at a time."""
+    serial: list[str] = Field(default_factory=list)
+    """Tools (ids or globs) whose calls never run together with other calls of their turn."""
     max_calls_per_invocation: int = Field(default=80, ge=1)
     max_calls_per_tool: dict[str, int] = Field(default_factory=dict)
     max_identical_calls: int = Field(default=3, ge=0)
@@ -105,7 +110,7 @@ class Profile(Config):
     requires: dict[str, Any] = Field(default_factory=dict)
     """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""
 
-    @field_validator("allow", "deny", "pinned")
+    @field_validator("allow", "deny", "pinned", "serial")
     @classmethod
     def _entries_are_ids_or_patterns(cls, entries: list[str]) -> list[str]:
         for entry in entries:

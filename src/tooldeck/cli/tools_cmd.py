@@ -56,8 +56,11 @@ def tools(
 
 def _show(inv: Invocation, provider: str, *, as_json: bool, long: bool,
           left_out: list[tuple[str, str]] | None = None, show_all: bool = False) -> None:
+    entries = inv.gate.entries
     rows = [{"call_name": b.call_name, "tool_id": b.tool_id, "description": b.descriptor.description,
-             "parameters": b.descriptor.input_schema} for b in inv.snapshot.bindings]
+             "parameters": b.descriptor.input_schema, "permission": entries[b.call_name].permission,
+             "concurrency_safe": entries[b.call_name].concurrency_safe,
+             "annotations": b.descriptor.annotations.flags()} for b in inv.snapshot.bindings]
     dropped = [{"tool_id": tid, "reason": reason} for tid, reason in left_out or ()]
     if as_json:
         doc: dict[str, Any] = {"provider": provider, "loading": inv.snapshot.loading, "tools": rows,
@@ -123,10 +126,10 @@ def _params(schema: dict[str, Any], *, types: bool = False) -> str:
 def _print_table(rows: list[dict[str, Any]]) -> None:
     from tooldeck.cli.table import Column, render
 
-    columns = [Column("call name", "id"), Column("tool id", "id", drop=2),
+    columns = [Column("call name", "id"), Column("tool id", "id", drop=2), Column("perm", "id", drop=3),
                Column("description", "text", min_width=40, weight=2), Column("parameters", "text", drop=1)]
-    typer.echo(render(columns, [(r["call_name"], r["tool_id"], summary(r["description"]), _params(r["parameters"]))
-                                for r in rows]), nl=False)
+    typer.echo(render(columns, [(r["call_name"], r["tool_id"], r["permission"], summary(r["description"]),
+                                 _params(r["parameters"])) for r in rows]), nl=False)
 
 
 def _print_long(rows: list[dict[str, Any]]) -> None:
@@ -137,6 +140,10 @@ def _print_long(rows: list[dict[str, Any]]) -> None:
         if i:
             typer.echo("")
         typer.echo(f"{clean(r['call_name'], one_line=True)}  {clean(r['tool_id'], one_line=True)}")
+        flags = [f.replace("_", "-") for f in r["annotations"] if f != "concurrency_safe"]
+        flags += ["calls run concurrently"] if r["concurrency_safe"] else []
+        typer.echo(textwrap.fill(f"permission {r['permission']}" + "".join(f"; {f}" for f in flags), width,
+                                 initial_indent="  ", subsequent_indent="    "))
         for paragraph in r["description"].splitlines() or [""]:
             typer.echo(textwrap.fill(clean(paragraph, one_line=True), width, initial_indent="  ",
                                      subsequent_indent="  ", break_on_hyphens=False) or "  ")

@@ -15,11 +15,20 @@ ALL_SCENES: frozenset[Scene] = frozenset(("chat", "session"))
 
 @dataclass(frozen=True, slots=True)
 class ToolAnnotations:
+    """What a tool says about itself. `destructive` (a call may destroy something it cannot give back) makes
+    the tool's default permission `ask` unless the Profile says otherwise (`permissions`,
+    `annotation_defaults`; docs/configuration.md). MCP tools take theirs from the server's `readOnlyHint`
+    (read-only MCP tools are concurrency-safe: the server runs them), `destructiveHint`, `idempotentHint`
+    and `openWorldHint`."""
+
     read_only: bool = False
     mutating: bool = False
     control: bool = False
     idempotent: bool = False
     concurrency_safe: bool = False
+    destructive: bool = False
+    open_world: bool = False
+    """the tool reaches beyond the host (the web, other people's systems)"""
 
     def to_dict(self) -> dict[str, bool]:
         return {
@@ -28,7 +37,23 @@ class ToolAnnotations:
             "control": self.control,
             "idempotent": self.idempotent,
             "concurrency_safe": self.concurrency_safe,
+            "destructive": self.destructive,
+            "open_world": self.open_world,
         }
+
+    @classmethod
+    def from_mcp(cls, hints: Mapping[str, Any] | None) -> ToolAnnotations:
+        """An MCP tool's annotations (wire names). Only a hint the server states counts: an absent
+        `destructiveHint` is not taken as the spec's default (true), or every unannotated tool would ask."""
+        hints = hints or {}
+        read_only = hints.get("readOnlyHint") is True
+        return cls(read_only=read_only, mutating=not read_only, concurrency_safe=read_only,
+                   destructive=not read_only and hints.get("destructiveHint") is True,
+                   idempotent=hints.get("idempotentHint") is True, open_world=hints.get("openWorldHint") is True)
+
+    def flags(self) -> list[str]:
+        """The set flags, for listings (`read_only`, `destructive`, …)."""
+        return [name for name, value in self.to_dict().items() if value]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> ToolAnnotations:

@@ -40,11 +40,14 @@ def _plain(value: Any) -> Any:
 def to_mcp_tool(binding: Binding) -> types.Tool:
     d = binding.descriptor
     a = d.annotations
-    annotations = types.ToolAnnotations(
-        read_only_hint=a.read_only,
-        destructive_hint=a.mutating and not a.read_only,
-        idempotent_hint=a.idempotent,
-    )
+    if binding.tool_id.startswith("mcp/"):
+        # The upstream server's hints: only those it stated true are known, so a false one is left out
+        # (absent means the spec's default to a client: destructive and open-world unless read-only).
+        annotations = types.ToolAnnotations(read_only_hint=a.read_only or None, destructive_hint=a.destructive or None,
+                                            idempotent_hint=a.idempotent or None, open_world_hint=a.open_world or None)
+    else:
+        annotations = types.ToolAnnotations(read_only_hint=a.read_only, destructive_hint=a.mutating and not a.read_only,
+                                            idempotent_hint=a.idempotent, open_world_hint=a.open_world or None)
     return types.Tool(
         name=binding.call_name,
         title=d.title,

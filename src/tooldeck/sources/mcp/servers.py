@@ -27,8 +27,6 @@ from tooldeck.sources.mcp.errors import UNKNOWN_SERVER, McpConfigError
 from tooldeck.sources.mcp.explain import explain_unknown
 from tooldeck.sources.mcp.state import McpDirs, ServerState
 
-_MUTATING = ToolAnnotations(mutating=True)
-
 
 class Servers:
     def __init__(self, dirs: McpDirs, config: cfg.McpConfig, registrations: RegistrationStore) -> None:
@@ -116,6 +114,6 @@ def descriptor(tid: ToolId, server: str, tool: dict[str, Any], label: str | None
     return ToolDescriptor(
         id=tid, description=description, input_schema=tool["inputSchema"],
         title=tool.get("title") or annotations.get("title"), output_schema=tool.get("outputSchema"),
-        annotations=_MUTATING, model_name=mcp_model_name(label or server, tid.name),
+        annotations=ToolAnnotations.from_mcp(annotations), model_name=mcp_model_name(label or server, tid.name),
         short_name=tid.name if original else None,
     )
