@@ -7,6 +7,8 @@
 4. validate them against the tool's input schema (→ `tool.invalid_arguments`);
 5. tool-choice rules: `none`, `auto`, `required`, or one specific tool (→ `tool.choice_violation`);
    then repeated calls: the same call over and over with the same result (→ `tool.repeated_call`, repeats.py);
+   then argument rules (policy/rules.py): a rule that matches the arguments decides (`deny` →
+   `tool.rule_denied`), else the tool's permission;
 6. permission: `allow` | `ask` | `deny`; `ask` is settled by the host's confirmation callback right
    before the tool runs, and with no callback it is denied (→ `tool.permission_denied`). A tool may
    make some of its calls `ask` by their arguments (`ToolDescriptor.confirm_when`: `http_request`
@@ -35,6 +37,7 @@ from tooldeck.core.errors import (
     INVALID_ARGUMENTS,
     PERMISSION_DENIED,
     REPEATED_CALL,
+    RULE_DENIED,
     SCHEMA_REQUIRED,
     UNKNOWN_TOOL,
     USE_RUN_TOOL,
@@ -42,6 +45,7 @@ from tooldeck.core.errors import (
 from tooldeck.core.jsonfast import decoded_fast, plain_fast
 from tooldeck.core.jsonvalue import SHORT_TEXT, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
+from tooldeck.policy.rules import CompiledRule, Resolver, compile_rules, decide
 from tooldeck.projection import Guidance
 from tooldeck.repeats import RepeatGuard
 from tooldeck.snapshot.deferred import META_IDS, RUN_TOOL
@@ -71,6 +75,8 @@ class GateEntry:
     """The compiled validator's `is_valid`, set on the tool's first call (None: no usable schema)."""
     confirm_when: Callable[[dict[str, Any]], bool] | None = None
     """The tool's `confirm_when`, kept only when the Profile does not set the tool's permission itself."""
+    rules: tuple[CompiledRule, ...] = ()
+    """The Profile's argument rules that name this tool (policy/rules.py)."""
 
     @property
     def schema(self) -> CompiledSchema:
@@ -126,7 +132,8 @@ class GateTable:
     def build(cls, snapshot: Snapshot, profile: Profile) -> GateTable:
         entries = {
             b.call_name: GateEntry(b, b.tool_id, permission_for(b, profile), profile.timeout_for(b.tool_id),
-                                   concurrency_safe(b, profile), confirm_when=_own_default(b, profile))
+                                   concurrency_safe(b, profile), confirm_when=_own_default(b, profile),
+                                   rules=compile_rules(profile.rules, b.tool_id, matches) if profile.rules else ())
             for b in snapshot.bindings
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
@@ -168,7 +175,8 @@ def _own_default(binding: Binding, profile: Profile) -> Callable[[dict[str, Any]
 
 class Gate:
     def __init__(self, snapshot: Snapshot, profile: Profile, table: GateTable | None = None,
-                 fetched: set[str] | None = None, repeats: RepeatGuard | None = None) -> None:
+                 fetched: set[str] | None = None, repeats: RepeatGuard | None = None,
+                 resolve_path: Resolver | None = None) -> None:
         self.snapshot = snapshot
         self.budget = BudgetState()
         table = table or GateTable.build(snapshot, profile)
@@ -185,6 +193,8 @@ class Gate:
         """Tool ids whose schema the model has fetched in this run (deferred modes)."""
         self._repeat_limit = profile.max_identical_calls
         self.repeats = repeats if self._repeat_limit else None
+        self._resolve_path = resolve_path
+        """The run's workspace symlink resolver, for path rules (None: lexical paths only)."""
         """The run's repeated-call guard (None: detection is off); it must `observe` the results."""
 
     def check(self, call_id: str, name: str, wire_args: Any = MISSING,
@@ -269,6 +279,14 @@ class Gate:
             loop = repeats.check(call_id, entry.tool_id, entry.binding.call_name, args, self._repeat_limit)
             if loop is not None:
                 return self._refused(call_id, entry, REPEATED_CALL, loop)
+        if entry.rules:
+            decision = decide(entry.rules, args, self._resolve_path)
+            if decision is not None:
+                if decision.permission == "deny":
+                    return self._refused(call_id, entry, RULE_DENIED, (
+                        f"`{entry.binding.call_name}` was not run: {decision.reason}. Do it another way, or ask "
+                        "the user."))
+                return Admitted(entry, args, decision.permission == "ask")
         permission = entry.permission
         if permission == "allow":
             return Admitted(entry, args, entry.confirm_when is not None and entry.confirm_when(args))

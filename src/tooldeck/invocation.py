@@ -27,6 +27,7 @@ from tooldeck.core.errors import TooldeckError
 from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
 from tooldeck.dispatch import Confirm, begin_one, not_started, run_batch
 from tooldeck.gate import Admitted, Gate, Refused, ToolChoice
+from tooldeck.policy.resolve import workspace_resolver
 from tooldeck.projection import Projector
 from tooldeck.records.calls import provider_slots, record_unpaired_turn, requested, unprojected
 from tooldeck.records.writer import TurnWriter
@@ -63,7 +64,8 @@ class Invocation:
         """Tool ids whose schema was fetched in this run (deferred modes); shared by the run's invocations."""
         table = runtime.snapshots.gate_table(snapshot, profile)
         repeats = run.state.setdefault("repeats", RepeatGuard()) if profile.max_identical_calls else None
-        self.gate = Gate(snapshot, profile, table, self.fetched, repeats)
+        resolve = workspace_resolver(run.workspace_root) if any(r.path for r in profile.rules) else None
+        self.gate = Gate(snapshot, profile, table, self.fetched, repeats, resolve)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
                                    table.guidance)
         self.round = 0

@@ -66,6 +66,48 @@ class WorkspaceRoots(Config):
 
 
 @config_class
+class ArgumentRule(Config):
+    """A permission for the calls of `tool` whose arguments match (policy/rules.py; docs/configuration.md)."""
+
+    tool: str
+    permission: Permission
+    command: str | None = None
+    """A shell command pattern for the tool's `command` argument: `git diff:*` (these words, then anything)
+    or a glob over the words (`rm -rf *`); matched against every simple command of the parsed line."""
+    path: str | None = None
+    """A glob over the workspace paths in the arguments (`path`, `paths`, `file`, `output_file`, …)."""
+    host: str | None = None
+    """A glob over the host of the URLs in the arguments (`url`, `urls`)."""
+    match: dict[str, str] = Field(default_factory=dict)
+    """JSON pointer → glob over the value there (`{"/repo" = "acme/*"}`)."""
+
+    @field_validator("tool")
+    @classmethod
+    def _tool_is_id_or_pattern(cls, tool: str) -> str:
+        if not is_pattern(tool):
+            ToolId.parse(tool)
+        return tool
+
+    @field_validator("command")
+    @classmethod
+    def _command_pattern(cls, command: str | None) -> str | None:
+        if command is not None:
+            from tooldeck.policy.rules import CommandPattern
+
+            CommandPattern.parse(command)
+        return command
+
+    @field_validator("match")
+    @classmethod
+    def _pointers(cls, match: dict[str, str]) -> dict[str, str]:
+        from tooldeck.policy.rules import parse_pointer
+
+        for pointer in match:
+            parse_pointer(pointer)
+        return match
+
+
+@config_class
 class Profile(Config):
     """Entries of `allow`, `deny`, `permissions` and `max_calls_per_tool` are tool ids or globs
     (`extension/*`, `mcp/*:search_*`). `allow` is ordered: bindings follow it. Frozen: change one with
@@ -81,6 +123,8 @@ class Profile(Config):
     is concurrency-safe. False: a destructive tool gets `default_permission`, MCP tools run one at a time."""
     serial: list[str] = Field(default_factory=list)
     """Tools (ids or globs) whose calls never run together with other calls of their turn."""
+    rules: list[ArgumentRule] = Field(default_factory=list)
+    """Argument rules: a permission for the calls whose arguments match (policy/rules.py)."""
     max_calls_per_invocation: int = Field(default=80, ge=1)
     max_calls_per_tool: dict[str, int] = Field(default_factory=dict)
     max_identical_calls: int = Field(default=3, ge=0)
@@ -141,6 +185,15 @@ class Profile(Config):
             if pattern == tool_id or matches(pattern, tool_id):
                 found = value if found is None else found.merged(value)
         return found
+
+    @field_validator("rules")
+    @classmethod
+    def _rules_have_a_condition(cls, rules: list[ArgumentRule]) -> list[ArgumentRule]:
+        for i, rule in enumerate(rules):
+            if rule.command is None and rule.path is None and rule.host is None and not rule.match:
+                raise ValueError(f"rule {i} has no condition (command, path, host or match); a permission for "
+                                 "every call of a tool goes in `permissions`")
+        return rules
 
     @field_validator("max_calls_per_tool")
     @classmethod
