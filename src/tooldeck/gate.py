@@ -45,7 +45,7 @@ from tooldeck.core.errors import (
 from tooldeck.core.jsonfast import decoded_fast, plain_fast
 from tooldeck.core.jsonvalue import SHORT_TEXT, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
-from tooldeck.policy.rules import CompiledRule, Resolver, compile_rules, decide
+from tooldeck.policy.rules import Resolver, RuleSet, compile_rules, decide
 from tooldeck.projection import Guidance
 from tooldeck.repeats import RepeatGuard
 from tooldeck.snapshot.deferred import META_IDS, RUN_TOOL
@@ -75,7 +75,7 @@ class GateEntry:
     """The compiled validator's `is_valid`, set on the tool's first call (None: no usable schema)."""
     confirm_when: Callable[[dict[str, Any]], bool] | None = None
     """The tool's `confirm_when`, kept only when the Profile does not set the tool's permission itself."""
-    rules: tuple[CompiledRule, ...] = ()
+    rules: RuleSet | None = None
     """The Profile's argument rules that name this tool (policy/rules.py)."""
 
     @property
@@ -133,7 +133,7 @@ class GateTable:
         entries = {
             b.call_name: GateEntry(b, b.tool_id, permission_for(b, profile), profile.timeout_for(b.tool_id),
                                    concurrency_safe(b, profile), confirm_when=_own_default(b, profile),
-                                   rules=compile_rules(profile.rules, b.tool_id, matches) if profile.rules else ())
+                                   rules=compile_rules(profile.rules, b.tool_id, matches) if profile.rules else None)
             for b in snapshot.bindings
         }
         aliases = {b.descriptor.id.name.replace(".", "_"): b.call_name for b in snapshot.bindings}
@@ -279,7 +279,7 @@ class Gate:
             loop = repeats.check(call_id, entry.tool_id, entry.binding.call_name, args, self._repeat_limit)
             if loop is not None:
                 return self._refused(call_id, entry, REPEATED_CALL, loop)
-        if entry.rules:
+        if entry.rules is not None:
             decision = decide(entry.rules, args, self._resolve_path)
             if decision is not None:
                 if decision.permission == "deny":

@@ -21,22 +21,34 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+import orjson
 
 from tooldeck.policy.shell_commands import CommandLine, SimpleCommand, simple_commands
 
 Permission = Literal["allow", "ask", "deny"]
 Resolver = Callable[[str], "str | None"]
 """A workspace path → the path it really names after symbolic links (None: it names nothing inside)."""
-State = Literal["yes", "no", "unknown"]
+NO, UNKNOWN, YES = 0, 1, 2
+"""A condition's state; `min` of several is all of them holding, `max` is any."""
 PATH_KEYS = ("path", "paths", "file", "files", "file_path", "output_file", "save_to", "source", "destination",
              "target", "from", "to")
 URL_KEYS = ("url", "urls")
 COMMAND_KEY = "command"
+_MISSING = object()
+
+
+def _glob(pattern: str) -> Callable[[str], Any]:
+    """A glob's matcher: equality for a literal, else its compiled regular expression."""
+    if not any(c in pattern for c in "*?["):
+        return pattern.__eq__
+    return re.compile(fnmatch.translate(pattern), re.DOTALL).match
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,62 +76,92 @@ class CommandPattern:
         first = words[0].rsplit("/", 1)[-1] or words[0]
         return cls(text, (first, *words[1:]), prefix)
 
-    def state(self, cmd: SimpleCommand) -> State:
+    def state(self, cmd: SimpleCommand) -> int:
         words = cmd.words
         if not words or words[0] is None:
-            return "unknown"
+            return UNKNOWN
         if not fnmatch.fnmatchcase(words[0], self.words[0]):
-            return "no"
+            return NO
         if self.prefix:
             if len(words) < len(self.words):
-                return "no"
+                return NO
             for want, got in zip(self.words[1:], words[1:len(self.words)], strict=True):
                 if got is None:
-                    return "unknown"
+                    return UNKNOWN
                 if not fnmatch.fnmatchcase(got, want):
-                    return "no"
-            return "yes"
+                    return NO
+            return YES
         if any(w is None for w in words):
-            return "unknown"
-        return "yes" if fnmatch.fnmatchcase(" ".join(words), " ".join(self.words)) else "no"  # type: ignore[arg-type]
+            return UNKNOWN
+        return YES if fnmatch.fnmatchcase(" ".join(words), " ".join(self.words)) else NO  # type: ignore[arg-type]
+
+
+Check = Callable[[dict[str, Any], "Resolver | None"], int]
 
 
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
     text: str
-    tool: str
     exact: bool
     permission: Permission
     command: CommandPattern | None
-    path: str | None
-    host: str | None
-    pointers: tuple[tuple[tuple[str, ...], str], ...]
+    checks: tuple[Check, ...]
+    """The path, host and pointer conditions, compiled."""
 
-    def conditions(self, args: dict[str, Any], resolve: Resolver | None = None) -> State:
-        """The rule's non-command conditions (path, host, match) against the call's arguments."""
-        states: list[State] = []
-        covering = self.permission == "allow"
-        if self.path is not None:
-            states.append(_every_or_any(_path_values(args), lambda p: _path_state(p, self.path, covering, resolve),
-                                        covering))
-        if self.host is not None:
-            states.append(_every_or_any(_url_values(args), lambda u: _host_state(u, self.host), covering))
-        for tokens, glob in self.pointers:
-            states.append(_pointer_state(args, tokens, glob))
-        return _all(states)
+    def conditions(self, args: dict[str, Any], resolve: Resolver | None = None) -> int:
+        """The rule's non-command conditions against the call's arguments (YES when it has none)."""
+        state = YES
+        for check in self.checks:
+            found = check(args, resolve)
+            if found == NO:
+                return NO
+            if found < state:
+                state = found
+        return state
 
 
-def compile_rules(rules: Iterable[Any], tool_id: str, tool_matches: Any) -> tuple[CompiledRule, ...]:
+@dataclass(frozen=True, slots=True)
+class Tier:
+    restrict: tuple[CompiledRule, ...]
+    """deny rules, then ask rules"""
+    allow: tuple[CompiledRule, ...]
+    needs_line: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The rules that name one tool: the exact-id tier, then the glob tier."""
+
+    tiers: tuple[Tier, ...]
+
+
+def compile_rules(rules: Iterable[Any], tool_id: str, tool_matches: Any) -> RuleSet | None:
     """The Profile's rules that name `tool_id` (exactly or by glob), compiled; `tool_matches(pattern, id)`."""
-    out = []
-    for r in rules:
-        if not tool_matches(r.tool, tool_id):
-            continue
-        pointers = tuple((parse_pointer(p), glob) for p, glob in r.match.items())
-        out.append(CompiledRule(describe(r), r.tool, r.tool == tool_id, r.permission,
-                                CommandPattern.parse(r.command) if r.command is not None else None,
-                                r.path, r.host.lower().rstrip(".") if r.host is not None else None, pointers))
-    return tuple(out)
+    found = [_compile(r, r.tool == tool_id) for r in rules if tool_matches(r.tool, tool_id)]
+    if not found:
+        return None
+    tiers = []
+    for exact in (True, False):
+        tier = [r for r in found if r.exact is exact]
+        if tier:
+            restrict = tuple(r for r in tier if r.permission == "deny") + \
+                tuple(r for r in tier if r.permission == "ask")
+            tiers.append(Tier(restrict, tuple(r for r in tier if r.permission == "allow"),
+                              any(r.command is not None for r in tier)))
+    return RuleSet(tuple(tiers))
+
+
+def _compile(rule: Any, exact: bool) -> CompiledRule:
+    covering = rule.permission == "allow"
+    checks: list[Check] = []
+    if rule.path is not None:
+        checks.append(_path_check(rule.path, covering))
+    if rule.host is not None:
+        checks.append(_host_check(rule.host.lower().rstrip("."), covering))
+    for pointer, glob in rule.match.items():
+        checks.append(_pointer_check(parse_pointer(pointer), _glob(glob)))
+    command = CommandPattern.parse(rule.command) if rule.command is not None else None
+    return CompiledRule(describe(rule), exact, rule.permission, command, tuple(checks))
 
 
 def describe(rule: Any) -> str:
@@ -133,96 +175,89 @@ def describe(rule: Any) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def decide(rules: Sequence[CompiledRule], args: dict[str, Any], resolve: Resolver | None = None) -> Decision | None:
+def decide(rules: RuleSet, args: dict[str, Any], resolve: Resolver | None = None) -> Decision | None:
     """The permission the rules give this call, or None when no rule decides. `resolve` lets path rules
     see through the workspace's symbolic links."""
-    exact = [r for r in rules if r.exact]
-    if exact:
-        decision = _tier(exact, args, resolve)
+    for tier in rules.tiers:
+        decision = _tier(tier, args, resolve)
         if decision is not None:
             return decision
-    globs = [r for r in rules if not r.exact]
-    return _tier(globs, args, resolve) if globs else None
+    return None
 
 
-def _tier(rules: list[CompiledRule], args: dict[str, Any], resolve: Resolver | None) -> Decision | None:
+def _tier(tier: Tier, args: dict[str, Any], resolve: Resolver | None) -> Decision | None:
     line: CommandLine | None = None
-    if any(r.command is not None for r in rules):
+    if tier.needs_line:
         command = args.get(COMMAND_KEY)
         line = simple_commands(command) if isinstance(command, str) else CommandLine((), True)
-    unsure: list[str] = []
-    asked: list[str] = []
-    for rule in rules:
-        if rule.permission == "allow":
-            continue
-        state = _state(rule, args, line, resolve)
-        if state == "yes" and rule.permission == "deny":
-            return Decision("deny", f"the rule {rule.text} forbids it")
-        if state == "yes":
-            asked.append(rule.text)
-        elif state == "unknown":
-            unsure.append(rule.text)
-    if unsure:
+    unsure: CompiledRule | None = None
+    asked: CompiledRule | None = None
+    for rule in tier.restrict:
+        state = rule.conditions(args, resolve) if rule.command is None else _state(rule, args, line, resolve)
+        if state == YES:
+            if rule.permission == "deny":
+                return Decision("deny", f"the rule {rule.text} forbids it")
+            asked = asked or rule
+        elif state == UNKNOWN:
+            unsure = unsure or rule
+    if unsure is not None:
         why = f" ({line.why})" if line is not None and line.why else ""
-        return Decision("ask", f"tooldeck cannot be sure the rule {unsure[0]} does not apply{why}")
-    if asked:
-        return Decision("ask", f"the rule {asked[0]} asks for confirmation")
-    return _allowed([r for r in rules if r.permission == "allow"], args, line, resolve)
+        return Decision("ask", f"tooldeck cannot be sure the rule {unsure.text} does not apply{why}")
+    if asked is not None:
+        return Decision("ask", f"the rule {asked.text} asks for confirmation")
+    return _allowed(tier.allow, args, line, resolve) if tier.allow else None
 
 
-def _state(rule: CompiledRule, args: dict[str, Any], line: CommandLine | None, resolve: Resolver | None) -> State:
-    states = [rule.conditions(args, resolve)]
-    if rule.command is not None and line is not None:
-        found = [rule.command.state(c) for c in line.commands]
-        if "yes" in found:
-            states.append("yes")
-        elif "unknown" in found or not line.certain:
-            states.append("unknown")
-        else:
-            states.append("no")
-    return _all(states)
+def _state(rule: CompiledRule, args: dict[str, Any], line: CommandLine | None, resolve: Resolver | None) -> int:
+    state = rule.conditions(args, resolve)
+    if state == NO or rule.command is None or line is None:
+        return state
+    best = NO
+    for cmd in line.commands:
+        best = max(best, rule.command.state(cmd))
+        if best == YES:
+            break
+    if best == NO and not line.certain:
+        best = UNKNOWN
+    return min(state, best)
 
 
-def _allowed(rules: list[CompiledRule], args: dict[str, Any], line: CommandLine | None,
+def _allowed(rules: tuple[CompiledRule, ...], args: dict[str, Any], line: CommandLine | None,
              resolve: Resolver | None) -> Decision | None:
-    plain = [r for r in rules if r.command is None and r.conditions(args, resolve) == "yes"]
-    if plain:
-        return Decision("allow", f"the rule {plain[0].text} allows it")
-    with_command = [r for r in rules if r.command is not None and r.conditions(args, resolve) == "yes"]
+    with_command = []
+    for r in rules:
+        if r.conditions(args, resolve) != YES:
+            continue
+        if r.command is None:
+            return Decision("allow", f"the rule {r.text} allows it")
+        with_command.append(r)
     if not with_command or line is None or not line.certain or not line.commands:
         return None
-    if all(any(r.command.state(c) == "yes" for r in with_command) for c in line.commands):  # type: ignore[union-attr]
+    if all(any(r.command.state(c) == YES for r in with_command) for c in line.commands):  # type: ignore[union-attr]
         return Decision("allow", f"allow rules cover every command ({with_command[0].text}, …)")
     return None
 
 
-def _all(states: list[State]) -> State:
-    if not states or "no" in states:
-        return "no" if states else "yes"
-    return "unknown" if "unknown" in states else "yes"
-
-
-def _every_or_any(values: list[Any], state: Any, every: bool) -> State:
+def _over(values: list[Any], state: Callable[[Any], int], every: bool) -> int:
+    """Every value (allow rules) or any value (deny / ask rules); NO when there is none."""
     if not values:
-        return "no"
+        return NO
     found = [state(v) for v in values]
-    if every:
-        return _all(found)
-    return "yes" if "yes" in found else ("unknown" if "unknown" in found else "no")
+    return min(found) if every else max(found)
 
 
-# -- paths --------------------------------------------------------------------------------------------
-
-
-def _path_values(args: dict[str, Any]) -> list[Any]:
+def _values(args: dict[str, Any], keys: tuple[str, ...]) -> list[Any]:
     values: list[Any] = []
-    for key in PATH_KEYS:
+    for key in keys:
         value = args.get(key)
         if isinstance(value, list):
             values.extend(value)
         elif value is not None:
             values.append(value)
     return values
+
+
+# -- paths --------------------------------------------------------------------------------------------
 
 
 def normalize_path(raw: str) -> str | None:
@@ -241,35 +276,32 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _path_state(value: Any, pattern: str, covering: bool, resolve: Resolver | None) -> State:
-    if not isinstance(value, str):
-        return "unknown"
-    path = normalize_path(value)
-    if path is None:
-        return "unknown"
-    names = [path]
-    if resolve is not None:
-        real = resolve(path)  # the file a symbolic link leads to is what the call touches
-        if real is not None and real != path:
-            names.append(real)
+def _path_check(pattern: str, covering: bool) -> Check:
     glob = normalize_path(pattern) or pattern
-    if covering:  # allow: exactly as written (a look-alike is not allowed by accident), and every name
-        return "yes" if all(fnmatch.fnmatchcase(n, glob) for n in names) else "no"
-    return "yes" if any(fnmatch.fnmatchcase(_fold(n), _fold(glob)) for n in names) else "no"
+    exact, folded = _glob(glob), _glob(_fold(glob))
+
+    def one(value: Any, resolve: Resolver | None) -> int:
+        if not isinstance(value, str):
+            return UNKNOWN
+        path = normalize_path(value)
+        if path is None:
+            return UNKNOWN
+        names = [path]
+        if resolve is not None:
+            real = resolve(path)  # the file a symbolic link leads to is what the call touches
+            if real is not None and real != path:
+                names.append(real)
+        if covering:  # allow: exactly as written (a look-alike is not allowed by accident), and every name
+            return YES if all(exact(n) for n in names) else NO
+        return YES if any(folded(_fold(n)) for n in names) else NO
+
+    def check(args: dict[str, Any], resolve: Resolver | None) -> int:
+        return _over(_values(args, PATH_KEYS), lambda v: one(v, resolve), covering)
+
+    return check
 
 
 # -- hosts --------------------------------------------------------------------------------------------
-
-
-def _url_values(args: dict[str, Any]) -> list[Any]:
-    values: list[Any] = []
-    for key in URL_KEYS:
-        value = args.get(key)
-        if isinstance(value, list):
-            values.extend(value)
-        elif value is not None:
-            values.append(value)
-    return values
 
 
 def url_host(url: str) -> str | None:
@@ -287,13 +319,19 @@ def url_host(url: str) -> str | None:
         return None
 
 
-def _host_state(value: Any, pattern: str) -> State:
-    if not isinstance(value, str):
-        return "unknown"
-    host = url_host(value)
-    if host is None:
-        return "unknown"
-    return "yes" if fnmatch.fnmatchcase(host, pattern) else "no"
+def _host_check(pattern: str, covering: bool) -> Check:
+    match = _glob(pattern)
+
+    def one(value: Any) -> int:
+        host = url_host(value) if isinstance(value, str) else None
+        if host is None:
+            return UNKNOWN
+        return YES if match(host) else NO
+
+    def check(args: dict[str, Any], resolve: Resolver | None) -> int:
+        return _over(_values(args, URL_KEYS), one, covering)
+
+    return check
 
 
 # -- JSON pointers --------------------------------------------------------------------------------------
@@ -308,25 +346,54 @@ def parse_pointer(pointer: str) -> tuple[str, ...]:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/"))
 
 
-def _pointer_state(args: Any, tokens: tuple[str, ...], glob: str) -> State:
-    value = args
-    for token in tokens:
-        if isinstance(value, dict):
-            if token not in value:
-                return "no"
-            value = value[token]
-        elif isinstance(value, list):
-            if not token.isdigit() or int(token) >= len(value):
-                return "no"
-            value = value[int(token)]
-        else:
-            return "no"
-    if isinstance(value, str):
-        return "yes" if fnmatch.fnmatchcase(value, glob) else "no"
-    import orjson
+def _pointer_check(tokens: tuple[str, ...], match: Callable[[str], Any]) -> Check:
+    if len(tokens) == 1:  # the common case, `/repo`: one lookup
+        key = tokens[0]
 
+        def top(args: dict[str, Any], resolve: Resolver | None) -> int:
+            value = args.get(key, _MISSING)
+            if value is _MISSING:
+                return NO
+            text = value if type(value) is str else _json_text(value)
+            if text is None:
+                return UNKNOWN
+            return YES if match(text) else NO
+
+        return top
+
+    def check(args: dict[str, Any], resolve: Resolver | None) -> int:
+        value: Any = args
+        for token in tokens:
+            if type(value) is dict:
+                value = value.get(token, _MISSING)
+                if value is _MISSING:
+                    return NO
+            elif type(value) is list:
+                if not token.isdigit() or int(token) >= len(value):
+                    return NO
+                value = value[int(token)]
+            else:
+                return NO
+        text = value if type(value) is str else _json_text(value)
+        if text is None:
+            return UNKNOWN
+        return YES if match(text) else NO
+
+    return check
+
+
+def _json_text(value: Any) -> str | None:
+    """A non-string value as compact JSON, the text a pointer rule's glob is matched against."""
+    if type(value) is int:
+        return str(value)
+    if value is None or type(value) is bool:
+        return "null" if value is None else ("true" if value else "false")
     try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        return "unknown"
-    return "yes" if fnmatch.fnmatchcase(text, glob) else "no"
+        return orjson.dumps(value).decode()
+    except TypeError:  # an integer beyond 64 bits inside a container: JSON text of our own
+        import json
+
+        try:
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            return None

@@ -1,0 +1,109 @@
+"""The gate's policy costs, each against the same gate without it, in one run (issue 19):
+
+- argument rules: 50 rules in the Profile, five of them naming the called tool (JSON-pointer rules),
+  vs no rules: target ≤ +2 µs a call;
+- a shell command through six command rules (each line different, so bashkit's parser runs every time)
+  vs the same calls without rules;
+- the repeated-call guard (on by default) vs `max_identical_calls = 0`.
+
+    python -m bench.policy_bench
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tooldeck
+from bench.timing import REPEATS_ALLOWED
+
+SHELL = "builtin:workspace.shell"
+OTHER_RULES = [{"tool": f"extension/other{i}:*", "match": {"/x": f"v{i}*"}, "permission": "deny"} for i in range(45)]
+ADD_RULES = [{"tool": "extension/bench:add", "match": {"/a": str(100 + i)}, "permission": "deny"} for i in range(5)]
+SHELL_RULES = [
+    {"tool": SHELL, "command": "git diff:*", "permission": "allow"},
+    {"tool": SHELL, "command": "ls:*", "permission": "allow"},
+    {"tool": SHELL, "command": "echo:*", "permission": "allow"},
+    {"tool": SHELL, "command": "rm:*", "permission": "deny"},
+    {"tool": SHELL, "command": "curl:*", "permission": "deny"},
+    {"tool": SHELL, "command": "git push:*", "permission": "ask"},
+]
+
+
+async def add(a: int, b: int) -> int:
+    return a + b
+
+
+def _gate(home: Path, profile: dict[str, Any]) -> Any:
+    rt = tooldeck.Runtime(home, records=False, profile=profile)
+    rt.tool(extension_id="bench")(add)
+    return rt, rt.invocation().gate
+
+
+def _interleaved(variants: dict[str, Callable[[int], object]], inner: int, repeats: int = 21) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            for i in range(inner):
+                fn(i)
+            samples[name].append((time.perf_counter() - start) / inner * 1e6)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def _row(title: str, base: str, figures: dict[str, float]) -> None:
+    print(title)
+    b = figures[base]
+    for name, value in figures.items():
+        print(f"  {name:<34} {value:8.2f} µs  {value / b:5.2f}× {base}  ({value - b:+.2f} µs)")
+
+
+def main() -> None:
+    home = Path(tempfile.mkdtemp())
+    base = {"allow": ["extension/*", SHELL], "max_identical_calls": REPEATS_ALLOWED, "max_calls_per_invocation": 10**9}
+    rts = []
+    rt, plain = _gate(home / "plain", base)
+    rts.append(rt)
+    rt, ruled = _gate(home / "ruled", {**base, "rules": OTHER_RULES + ADD_RULES})
+    rts.append(rt)
+    rt, shell_plain = _gate(home / "shell_plain", base)
+    rts.append(rt)
+    rt, shell_ruled = _gate(home / "shell_ruled", {**base, "rules": SHELL_RULES})
+    rts.append(rt)
+    rt, no_guard = _gate(home / "no_guard", {**base, "max_identical_calls": 0})
+    rts.append(rt)
+    args = {"a": 1, "b": 2}
+    for g in (plain, ruled, no_guard):
+        assert type(g.check("c", "add", args)).__name__ == "Admitted"
+    assert type(ruled.check("c", "add", {"a": 101, "b": 2})).__name__ == "Refused"
+
+    def check(gate: Any) -> Callable[[int], object]:
+        return lambda _i: gate.check("c", "add", args)
+
+    _row("The gate's check of one call (median of 21 interleaved batches of 20,000):", "no rules",
+         _interleaved({"no rules": check(plain), "50 rules (5 for this tool)": check(ruled)}, 20_000))
+    commands = [f"git diff --stat HEAD~{i} && ls -la dir{i} | echo done{i}" for i in range(200_000)]
+
+    def shell(gate: Any) -> Callable[[int], object]:
+        return lambda i: gate.check("c", "workspace_shell", {"command": commands[i]})
+
+    counter = iter(range(10**9))
+
+    def fresh(gate: Any) -> Callable[[int], object]:  # a new line each call: the parser runs every time
+        return lambda _i: gate.check("c", "workspace_shell", {"command": commands[next(counter) % len(commands)]})
+
+    _row("A shell command line of three commands (median of 9 interleaved batches of 2,000):", "no rules",
+         _interleaved({"no rules": shell(shell_plain), "6 command rules, line parsed": fresh(shell_ruled)}, 2_000,
+                      repeats=9))
+    _row("The repeated-call guard (on by default) (median of 21 interleaved batches of 20,000 gate checks):",
+         "guard off", _interleaved({"guard off": check(no_guard), "guard on": check(plain)}, 20_000))
+    for r in rts:
+        r.close()
+
+
+if __name__ == "__main__":
+    main()
