@@ -25,7 +25,9 @@ DEADLINE_S = 10.0
 
 
 def runtime(tmp_path, **profile):
-    return tooldeck.Runtime(tmp_path, builtins=[], records=False, profile={"allow": ["extension/*"], **profile})
+    # these tests repeat one call on purpose (warming a tool's hand-off): no repeated-call refusals
+    return tooldeck.Runtime(tmp_path, builtins=[], records=False,
+                            profile={"allow": ["extension/*"], "max_identical_calls": 0, **profile})
 
 
 class InFlight:
