@@ -11,11 +11,13 @@ def default_builtins() -> list[BuiltinTool]:
         calculate,
         dice,
         error_memory,
+        html_template,
         net,
         net_download,
         net_fetch,
         net_search,
         open_file,
+        public_api,
         secrets,
         shell,
         workspace_control,
@@ -27,4 +29,4 @@ def default_builtins() -> list[BuiltinTool]:
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
-            *open_file.TOOLS, *secrets.TOOLS]
+            *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS]
