@@ -12,6 +12,7 @@ def default_builtins() -> list[BuiltinTool]:
         dice,
         error_memory,
         html_template,
+        media,
         net,
         net_download,
         net_fetch,
@@ -29,4 +30,5 @@ def default_builtins() -> list[BuiltinTool]:
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
-            *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS]
+            *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
+            *media.TOOLS]
