@@ -9,6 +9,7 @@ def default_builtins() -> list[BuiltinTool]:
     from tooldeck.builtins import (
         background,
         calculate,
+        chatbots,
         dice,
         error_memory,
         html_template,
@@ -31,4 +32,4 @@ def default_builtins() -> list[BuiltinTool]:
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
             *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
-            *media.TOOLS]
+            *media.TOOLS, *chatbots.TOOLS]
