@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from tooldeck.builtins.chat_format import discord_parts, telegram_parts
 from tooldeck.builtins.chatbot_config import PLATFORMS, Platform, configured, usable
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
@@ -77,6 +76,7 @@ async def list_chatbot(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
 
 
 async def send_to_chatbot(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    from tooldeck.builtins.chat_format import discord_parts, telegram_parts  # html.parser: on first use
     from tooldeck.builtins.chat_platforms import ChatError, discord_send, telegram_send
     from tooldeck.net.clients import client_for
 

@@ -20,7 +20,6 @@ from tooldeck.core.ids import ToolId
 from tooldeck.core.jsontext import json_text
 from tooldeck.core.preconditions import Requires
 from tooldeck.core.results import ToolOutput
-from tooldeck.secrets.names import checked_name
 
 EMPTY: Final = "secret.empty"
 DECLINED: Final = "secret.declined"
@@ -28,6 +27,7 @@ MAX_QUESTION_CHARS: Final = 500
 
 
 async def store_secret(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    from tooldeck.secrets.names import checked_name  # the store's package loads on first use, not at start-up
     from tooldeck.secrets.prompt import NO_PROMPT, SecretRequest, ask
     from tooldeck.secrets.store import SecretStore
 

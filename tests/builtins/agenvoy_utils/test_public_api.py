@@ -70,3 +70,15 @@ def test_the_time_limit_stops_the_request(make_runtime: MakeRuntime, server: Loo
     while server.closed < server.connections and time.monotonic() < deadline:  # the client hung up
         time.sleep(0.05)
     assert server.closed == server.connections == 1
+
+
+def test_an_unreachable_catalogue_is_request_failed(make_runtime: MakeRuntime) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on once this socket is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rt = make_runtime(loading="eager", allow=["builtin:public_api_list"], net_allow=["127.0.0.1"],
+                      public_api_list_url=f"http://127.0.0.1:{port}/")
+    [result] = rt.invocation().run([{"id": "p", "name": "public_api_list", "arguments": {}}])
+    assert result.error_code == "http.request_failed" and "could not be reached" in result.content
