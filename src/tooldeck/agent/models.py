@@ -14,6 +14,9 @@ endpoint, a key and limits (docs/configuration.md, "Models").
     model = "qwen3:8b"
     base_url = "http://127.0.0.1:11434/v1"
 
+`image = "<name>"` and `tts = "<name>"` beside `default` name the models `generate_image` and
+`generate_audio` use (builtins/media.py).
+
 `${VAR}` / `${VAR:-default}` are expanded in `api_key`, `base_url` and `headers` of the model in use
 only, when it is used, so a variable another model needs may stay unset. The key lives in the
 `ModelConfig` and nowhere else: not in the records, not in any message or printout.

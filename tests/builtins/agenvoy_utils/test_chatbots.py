@@ -175,3 +175,14 @@ def test_a_short_rate_limit_is_waited_out_once(make_runtime: MakeRuntime, tmp_pa
     result = _run(make_runtime, home, "send_to_chatbot", send)
     assert result.error_code == "chatbot.send_failed" and "rate limited" in result.content
     assert len(server.requests) == 4  # one retry per part, no more
+
+
+def test_a_bad_table_leaves_the_tools_out_with_a_diagnostic(make_runtime: MakeRuntime, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "tooldeck.toml").write_text("[chatbots.slack]\nenabled = true\n")
+    rt = make_runtime(home=home, loading="eager", allow=TOOLS)
+    inv = rt.invocation()
+    assert inv.tools() == [] or list(inv.tools()) == []
+    [diag, *_] = [d for d in inv.diagnostics if d.code == "tool.condition_failed"]
+    assert "chatbots.slack: unknown platform" in diag.message

@@ -182,3 +182,17 @@ def test_the_time_limit_stops_the_request(make_runtime: MakeRuntime, tmp_path: P
         time.sleep(0.05)
     assert server.closed == server.connections == 1
     assert not (root / "output").exists() or not any((root / "output").iterdir())
+
+
+def test_a_role_naming_no_model_is_a_config_error(tmp_path: Path) -> None:
+    from tooldeck.agent.errors import ModelError
+    from tooldeck.agent.models import parse_models
+
+    table = parse_models({"image": "pics", "pics": {"model": "m"}})
+    assert table.image == "pics" and table.tts is None and list(table.models) == ["pics"]
+    with pytest.raises(ModelError) as err:
+        parse_models({"tts": "missing", "pics": {"model": "m"}})
+    assert err.value.code == "model.config_invalid" and "models.tts names 'missing'" in err.value.message
+    with pytest.raises(ModelError):
+        parse_models({"image": 3})
+    assert parse_models({"image": {"model": "m"}}).models["image"].model == "m"  # a model named image
