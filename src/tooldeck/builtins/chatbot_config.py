@@ -17,7 +17,9 @@ it is enabled and its token resolves (Agenvoy: enabled and a bot token in the ke
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -116,3 +118,53 @@ def usable(home: Path) -> dict[str, Platform]:
             continue
         out[name] = platform
     return out
+
+
+_VAR_NAMES: Final = re.compile(r"\$\{(?:secret:)?([A-Za-z_][A-Za-z0-9_]*)")
+_answers: dict[str, tuple[float, tuple[Any, ...], bool]] = {}
+_platforms: dict[str, tuple[Any, dict[str, Platform]]] = {}
+
+
+def _secrets_state(platforms: dict[str, Platform]) -> tuple[Any, ...]:
+    """What a token's resolution depends on besides the config: the store's files, the variables named."""
+    from tooldeck.secrets.filebox import DATA_FILE, secrets_dir
+    from tooldeck.secrets.store import BACKEND_VAR, NAMES_FILE
+
+    where = str(secrets_dir())
+    stamps: list[Any] = [os.environ.get(BACKEND_VAR)]
+    for name in (DATA_FILE, NAMES_FILE):
+        try:
+            st = os.stat(os.path.join(where, name))
+            stamps.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamps.append(None)
+    for platform in platforms.values():
+        stamps.extend(os.environ.get(v) is not None for v in _VAR_NAMES.findall(platform.token_ref))
+    return tuple(stamps)
+
+
+def any_usable(home: Path) -> bool:
+    """Whether some platform is usable, answered again only when the config, the secrets store's files or
+    the variables the tokens name changed (asked on every invocation, by both tools: decrypting the store
+    each time would cost more than the rest of the invocation)."""
+    from tooldeck.builtins.home_config import RECHECK_S, document, stamp
+
+    data = document(home)
+    if "chatbots" not in data:
+        return False
+    key = str(home)
+    now = time.monotonic()
+    held = _answers.get(key)
+    config = stamp(home)
+    if held is not None and now - held[0] < RECHECK_S and held[1][0] == config:
+        return held[2]
+    parsed = _platforms.get(key)
+    if parsed is None or parsed[0] != config:
+        parsed = _platforms[key] = (config, configured(home))
+    state = (config, *_secrets_state(parsed[1]))
+    if held is not None and held[1] == state:
+        _answers[key] = (now, state, held[2])
+        return held[2]
+    answer = bool(usable(home))
+    _answers[key] = (now, state, answer)
+    return answer

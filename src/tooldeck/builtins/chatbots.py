@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from tooldeck.builtins.chatbot_config import PLATFORMS, Platform, configured, usable
+from tooldeck.builtins.chatbot_config import PLATFORMS, Platform, any_usable, configured
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import AvailabilityContext, ToolAnnotations, ToolDescriptor
@@ -31,7 +31,7 @@ MAX_MESSAGE_CHARS: Final = 64_000
 
 
 def any_platform(ctx: AvailabilityContext) -> bool:
-    return ctx.home is not None and bool(usable(ctx.home))
+    return ctx.home is not None and any_usable(ctx.home)
 
 
 any_platform.__name__ = "a chat platform enabled with a token"

@@ -64,6 +64,11 @@ def document(home: Path) -> dict[str, Any]:
     return _held(home).data
 
 
+def stamp(home: Path) -> tuple[int, int] | None:
+    """The state (modification time, size) the cached document was read in; None: no file."""
+    return _held(home).stamp
+
+
 def table(home: Path, key: str) -> dict[str, Any]:
     value = document(home).get(key, {})
     if not isinstance(value, dict):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any, Final
 
-from tooldeck.builtins.home_config import models_table, table
+from tooldeck.builtins.home_config import document, models_table
 from tooldeck.builtins.media_files import audio_kind, file_name, image_kind, save_new, saved_answer
 from tooldeck.builtins.net import REQUEST_FAILED, TIMED_OUT, read_capped
 from tooldeck.builtins.registry import BuiltinTool
@@ -45,7 +45,10 @@ BAD_REFERENCE: Final = "media.bad_reference"
 def _has_model(role: str) -> Any:
     def configured(ctx: AvailabilityContext) -> bool:
         # the raw table only: asked on every invocation, this must not import the agent package (start-up)
-        return ctx.home is not None and isinstance(table(ctx.home, "models").get(role), str)
+        if ctx.home is None:
+            return False
+        models = document(ctx.home).get("models")
+        return isinstance(models, dict) and isinstance(models.get(role), str)
 
     configured.__name__ = f"models.{role} configured"
     return configured
