@@ -35,7 +35,7 @@ class ChatError(Exception):
         self.status = status
 
 
-async def _exchange(client: httpx.AsyncClient, method: str, url: str, token: str, **request: Any) -> tuple[int, Any]:
+async def _exchange(client: httpx.AsyncClient, method: str, url: str, **request: Any) -> tuple[int, Any]:
     import httpx
     import orjson
 
@@ -76,7 +76,7 @@ def _safe(text: Any, token: str) -> str:
 
 async def _telegram(client: httpx.AsyncClient, platform: Platform, token: str, method: str,
                     payload: dict[str, Any]) -> Any:
-    status, data = await _exchange(client, "POST", f"{platform.api_url}/bot{token}/{method}", token, json=payload)
+    status, data = await _exchange(client, "POST", f"{platform.api_url}/bot{token}/{method}", json=payload)
     if isinstance(data, dict) and data.get("ok") is True:
         return data.get("result")
     if isinstance(data, dict) and data.get("description"):
@@ -110,7 +110,7 @@ def _discord_error(status: int, data: Any, token: str) -> ChatError:
 
 async def discord_send(client: httpx.AsyncClient, platform: Platform, token: str, channel_id: str,
                        content: str) -> str:
-    status, data = await _exchange(client, "POST", f"{platform.api_url}/channels/{channel_id}/messages", token,
+    status, data = await _exchange(client, "POST", f"{platform.api_url}/channels/{channel_id}/messages",
                                    headers={"authorization": f"Bot {token}"},
                                    json={"content": content, "allowed_mentions": {"parse": []}})
     if 200 <= status < 300 and isinstance(data, dict):
@@ -120,7 +120,7 @@ async def discord_send(client: httpx.AsyncClient, platform: Platform, token: str
 
 async def discord_channel(client: httpx.AsyncClient, platform: Platform, token: str,
                           channel_id: str) -> dict[str, Any]:
-    status, data = await _exchange(client, "GET", f"{platform.api_url}/channels/{channel_id}", token,
+    status, data = await _exchange(client, "GET", f"{platform.api_url}/channels/{channel_id}",
                                    headers={"authorization": f"Bot {token}"})
     if 200 <= status < 300 and isinstance(data, dict):
         return {"title": data.get("name") or "", "type": data.get("type")}

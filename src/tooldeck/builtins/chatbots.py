@@ -30,11 +30,10 @@ SEND_FAILED: Final = "chatbot.send_failed"
 MAX_MESSAGE_CHARS: Final = 64_000
 
 
-def any_platform(ctx: AvailabilityContext) -> bool:
+def chatbot_platform_configured(ctx: AvailabilityContext) -> bool:
     return ctx.home is not None and any_usable(ctx.home)
 
 
-any_platform.__name__ = "a chat platform enabled with a token"
 
 
 def _platform(ctx: CallContext, name: str) -> tuple[Platform, str]:
@@ -113,7 +112,7 @@ LIST = ToolDescriptor(
     input_schema={"type": "object", "properties": {"platform": PLATFORM_PROPERTY}, "required": ["platform"],
                   "additionalProperties": False},
     annotations=ToolAnnotations(read_only=True, concurrency_safe=True),
-    available=any_platform,
+    available=chatbot_platform_configured,
 )
 
 SEND = ToolDescriptor(
@@ -133,7 +132,7 @@ SEND = ToolDescriptor(
         "additionalProperties": False,
     },
     annotations=ToolAnnotations(mutating=True),
-    available=any_platform,
+    available=chatbot_platform_configured,
     confirm_when=lambda _args: True,
 )
 

@@ -50,7 +50,7 @@ def _has_model(role: str) -> Any:
         models = document(ctx.home).get("models")
         return isinstance(models, dict) and isinstance(models.get(role), str)
 
-    configured.__name__ = f"models.{role} configured"
+    configured.__name__ = f"models_{role}_configured"  # what `tooldeck tools --all` names as the reason
     return configured
 
 
