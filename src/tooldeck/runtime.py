@@ -169,7 +169,7 @@ class Runtime:
         diagnostics: list[Diagnostic] = []
         if snapshot is None:
             ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id,
-                                      probes=HOST_PROBES)
+                                      probes=HOST_PROBES, home=self.home)
             snapshot, diagnostics = self.snapshots.prepare(ctx, prof)
         inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics)
         if self.recording:

@@ -14,6 +14,9 @@ endpoint, a key and limits (docs/configuration.md, "Models").
     model = "qwen3:8b"
     base_url = "http://127.0.0.1:11434/v1"
 
+`image = "<name>"` and `tts = "<name>"` beside `default` name the models `generate_image` and
+`generate_audio` use (builtins/media.py).
+
 `${VAR}` / `${VAR:-default}` are expanded in `api_key`, `base_url` and `headers` of the model in use
 only, when it is used, so a variable another model needs may stay unset. The key lives in the
 `ModelConfig` and nowhere else: not in the records, not in any message or printout.
@@ -73,6 +76,14 @@ class ModelEntry(BaseModel):
 class ModelsTable(BaseModel):
     default: str | None
     models: dict[str, ModelEntry]
+    image: str | None = None
+    """`models.image`: the model `generate_image` uses (an OpenAI-compatible images endpoint)."""
+    tts: str | None = None
+    """`models.tts`: the model `generate_audio` uses (an OpenAI-compatible speech endpoint)."""
+
+
+ROLES = ("default", "image", "tts")
+"""`[models]` keys that name a model instead of being one (a table under one of these names is a model)."""
 
 
 def load_models(home: Path) -> ModelsTable:
@@ -90,15 +101,19 @@ def load_models(home: Path) -> ModelsTable:
 def parse_models(table: Any, where: str = CONFIG_FILE) -> ModelsTable:
     if not isinstance(table, Mapping):
         raise ModelError(errors.CONFIG_INVALID, f"{where}: `models` must be a table ([models])")
-    default = table.get("default")
-    if default is not None and not isinstance(default, Mapping):
-        if not isinstance(default, str) or not default:
-            raise ModelError(errors.CONFIG_INVALID, f"{where}: models.default must be the name of a model")
-    else:
-        default = None
+    roles: dict[str, str | None] = {}
+    for role in ROLES:
+        value = table.get(role)
+        if value is not None and not isinstance(value, Mapping):
+            if not isinstance(value, str) or not value:
+                raise ModelError(errors.CONFIG_INVALID, f"{where}: models.{role} must be the name of a model")
+            roles[role] = value
+        else:
+            roles[role] = None
+    default = roles["default"]
     models: dict[str, ModelEntry] = {}
     for name, entry in table.items():
-        if name == "default" and not isinstance(entry, Mapping):
+        if name in ROLES and not isinstance(entry, Mapping):
             continue
         if not isinstance(entry, Mapping):
             raise ModelError(errors.CONFIG_INVALID, f"{where}: models.{name} must be a table ([models.{name}])")
@@ -110,10 +125,11 @@ def parse_models(table: Any, where: str = CONFIG_FILE) -> ModelsTable:
             provider_format(models[name].provider)
         except ModelError as exc:
             raise ModelError(errors.CONFIG_INVALID, f"{where}: models.{name}.provider: {exc.message}") from None
-    if default is not None and default not in models:
-        raise ModelError(errors.CONFIG_INVALID, f"{where}: models.default names {default!r}, which is not a model "
-                         f"here (the models are: {', '.join(models) or 'none'})")
-    return ModelsTable(default=default, models=models)
+    for role, chosen in roles.items():
+        if chosen is not None and chosen not in models:
+            raise ModelError(errors.CONFIG_INVALID, f"{where}: models.{role} names {chosen!r}, which is not a model "
+                             f"here (the models are: {', '.join(models) or 'none'})")
+    return ModelsTable(default=default, models=models, image=roles["image"], tts=roles["tts"])
 
 
 def _problems(name: str, exc: ValidationError) -> str:

@@ -9,13 +9,18 @@ def default_builtins() -> list[BuiltinTool]:
     from tooldeck.builtins import (
         background,
         calculate,
+        chatbots,
         dice,
         error_memory,
+        html_template,
+        media,
         net,
         net_download,
         net_fetch,
         net_search,
         open_file,
+        public_api,
+        secrets,
         shell,
         workspace_control,
         workspace_edit,
@@ -26,4 +31,5 @@ def default_builtins() -> list[BuiltinTool]:
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
-            *open_file.TOOLS]
+            *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
+            *media.TOOLS, *chatbots.TOOLS]

@@ -1,4 +1,4 @@
-"""The host's answers to declarative preconditions (core/preconditions.py): environment and PATH."""
+"""The host's answers to declarative preconditions (core/preconditions.py): environment, PATH, secrets."""
 
 from __future__ import annotations
 
@@ -16,4 +16,16 @@ def _on_path(name: str) -> bool:
     return shutil.which(name) is not None
 
 
-HOST_PROBES = Probes(_env_set, _on_path)
+def _secret_set(name: str) -> bool:
+    if os.environ.get(name):
+        return True
+    from tooldeck.core.errors import TooldeckError
+    from tooldeck.secrets.store import SecretStore  # only tools that require a secret open the store
+
+    try:
+        return bool(SecretStore().get(name))
+    except TooldeckError:  # an unreadable store holds nothing this invocation can use
+        return False
+
+
+HOST_PROBES = Probes(_env_set, _on_path, _secret_set)

@@ -150,6 +150,8 @@ class Profile(Config):
     """`search_web`'s web endpoint (DuckDuckGo's HTML results format); None: DuckDuckGo's own."""
     search_news_url: str | None = None
     """`search_web`'s news endpoint (Google News' RSS search format); None: Google News' own."""
+    public_api_list_url: str | None = None
+    """`public_api_list`'s endpoint (Agenvoy's Public API List format); None: https://public-api-list.agenvoy.com/."""
     workspace: WorkspaceRoots = Field(default_factory=WorkspaceRoots)
     requires: dict[str, Any] = Field(default_factory=dict)
     """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from tooldeck.core.ids import ToolId
@@ -71,6 +72,8 @@ class AvailabilityContext:
     run_id: str
     probes: Probes | None = field(default=None, compare=False)
     """How `requires` reads the environment and PATH (catalog/probes.py); without them such a condition fails."""
+    home: Path | None = field(default=None, compare=False)
+    """The runtime's home, for conditions that read its configuration (e.g. `[models]` of tooldeck.toml)."""
 
 
 _NO_PROBES = Probes(lambda _name: False, lambda _name: False)

@@ -4,8 +4,8 @@ One evaluator for every place a tool can declare them: tool.json `"requires"`, S
 `requires:` and the Profile's `requires` table. The kinds:
 
 - `env`: environment variables that must be set (non-empty);
-- `secret`: secrets that must be set; tooldeck has no secrets store, so a secret is the environment
-  variable of the same name (docs/configuration.md);
+- `secret`: secrets that must be set: in the secrets store (tooldeck/secrets/), else the environment
+  variable of the same name (docs/configuration.md, Secrets);
 - `executable`: programs that must be found on PATH;
 - `interactive`: `true` means only when the origin is interactive (not headless), `false` only headless;
 - `provider_capability`: capabilities the invocation's provider must have (`PROVIDER_CAPABILITIES`).
@@ -70,6 +70,8 @@ class Probes:
 
     env_set: Callable[[str], bool]
     on_path: Callable[[str], bool]
+    secret_set: Callable[[str], bool] | None = None
+    """Is a secret stored (or its environment variable set); None: the environment variable alone."""
 
 
 def _names(value: Any, field: str) -> tuple[str, ...]:
@@ -114,8 +116,9 @@ def unmet(requires: Requires, headless: bool, provider: str, probes: Probes) -> 
     for name in requires.env:
         if not probes.env_set(name):
             return f"requires env {name} (not set)"
+    secret_set = probes.secret_set or probes.env_set
     for name in requires.secret:
-        if not probes.env_set(name):
+        if not secret_set(name):
             return f"requires secret {name} (not set)"
     for name in requires.executable:
         if not probes.on_path(name):

@@ -11,20 +11,37 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from tooldeck.core.errors import TooldeckError
 from tooldeck.naming import mcp_model_name
 from tooldeck.sources.mcp.errors import CONFIG_ENV_MISSING, CONFIG_INVALID, McpConfigError
 
 if TYPE_CHECKING:
     from tooldeck.sources.mcp.config import ServerConfig
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = re.compile(r"\$\{(secret:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+    """`${VAR}`, `${VAR:-default}` from the environment; `${secret:NAME}` (`:-default` too) from the secrets
+    store, else the environment variable NAME (docs/configuration.md, Secrets)."""
     env = os.environ if environ is None else environ
 
     def sub(m: re.Match[str]) -> str:
-        name, default = m.group(1), m.group(2)
+        secret, name, default = m.group(1), m.group(2), m.group(3)
+        if secret:
+            from tooldeck.secrets.store import lookup  # only configs that name a secret open the store
+
+            try:
+                value = lookup(name)
+            except TooldeckError as exc:  # the store cannot be read: say where it was needed
+                raise McpConfigError(CONFIG_INVALID, f"{where}: secret {name}: {exc.message}") from None
+            if value is not None:
+                return value
+            if default is not None:
+                return default
+            raise McpConfigError(CONFIG_ENV_MISSING, f"{where}: secret {name} is not stored; store it with "
+                                 f"`tooldeck secret set {name}` (or the store_secret tool), or set the "
+                                 f"environment variable {name}")
         if name in env:
             return env[name]
         if default is not None:
