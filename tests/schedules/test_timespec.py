@@ -93,7 +93,8 @@ def _fires(expr: str, start: datetime, count: int) -> list[datetime]:
 
 def test_cron_across_the_spring_forward() -> None:
     # 2026-03-08 02:30 does not exist in New York: the daily 02:30 runs at 03:00, the first minute after the gap
-    assert _fires("30 2 * * *", NOW, 3) == [datetime(2026, 3, 8, 3, 0, tzinfo=NY), datetime(2026, 3, 9, 2, 30, tzinfo=NY),
+    assert _fires("30 2 * * *", NOW, 3) == [datetime(2026, 3, 8, 3, 0, tzinfo=NY),
+                                           datetime(2026, 3, 9, 2, 30, tzinfo=NY),
                                            datetime(2026, 3, 10, 2, 30, tzinfo=NY)]
     # a daily 09:00 stays at 09:00 wall-clock time: 23 hours apart across the change
     nine = _fires("0 9 * * *", datetime(2026, 3, 7, 8, 0, tzinfo=NY), 2)
