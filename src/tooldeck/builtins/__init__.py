@@ -16,6 +16,7 @@ def default_builtins() -> list[BuiltinTool]:
         net_fetch,
         net_search,
         open_file,
+        schedules,
         shell,
         workspace_control,
         workspace_edit,
@@ -26,4 +27,5 @@ def default_builtins() -> list[BuiltinTool]:
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
-            *open_file.TOOLS]
+            *open_file.TOOLS,
+            *schedules.TOOLS]
