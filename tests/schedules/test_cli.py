@@ -133,3 +133,22 @@ def test_serve_runs_due_schedules(home: Path, mock_provider: MockProvider) -> No
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
     assert proc.returncode == 0
+
+
+def test_help_of_every_subcommand_is_clean(tmp_path: Path) -> None:
+    from tests.cli.support import tooldeck
+
+    for words in ([], ["list"], ["add"], ["remove"], ["run-due"]):
+        proc = tooldeck("schedules", *words, "--help", cwd=tmp_path, columns=80)
+        assert proc.returncode == 0, proc.stderr
+        assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+        assert not any(junk in proc.stdout for junk in ("<bool>", "<str>", "BOOLEAN", "Traceback"))
+
+
+def test_tooldeck_call_loads_neither_the_store_nor_cronsim(tmp_path: Path) -> None:
+    from tests.cli.support import run_cli
+
+    run = run_cli(tmp_path, "call", "dice_roll", '{"formula": "1d6"}', "--home", str(tmp_path / "home"))
+    assert run.returncode == 0, run.stderr
+    assert [m for m in ("cronsim", "tooldeck.schedules.store", "tooldeck.schedules.runner",
+                        "tooldeck.schedules.timespec", "tooldeck.cli.schedules_cmd") if m in run.modules] == []
