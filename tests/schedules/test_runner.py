@@ -120,3 +120,34 @@ async def test_serving_passes_again_and_again(rt: tooldeck.Runtime, clock: Manua
         clock.set(clock.now() + timedelta(minutes=1))
         await mock_provider.await_for(lambda: store.runs() and store.runs()[0]["status"] == "completed")
     assert len(mock_provider.requests) == 1
+
+
+async def test_at_most_three_fires_run_at_once(rt: tooldeck.Runtime, clock: ManualClock,
+                                               mock_provider: MockProvider) -> None:
+    store = ScheduleStore.of_home(rt.home)
+    for i in range(5):
+        store.add(parse_when("+1m", None, clock.now()), task=f"task {i}")
+    clock.set(clock.now() + timedelta(minutes=1))
+    mock_provider.always(chat.stream("done", delay=0.2))
+    running, peak = 0, 0
+
+    def counting(schedule: object) -> object:
+        agent = rt.agent(None, headless=True)
+        real = agent.run
+
+        async def run(task: str, **kw: object) -> object:
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            try:
+                return await real(task, **kw)  # type: ignore[arg-type]
+            finally:
+                running -= 1
+
+        agent.run = run  # type: ignore[method-assign]
+        return agent
+
+    outcomes = await Runner(rt, clock=clock, make_agent=counting).run_due()  # type: ignore[arg-type]
+    assert [o.status for o in outcomes] == ["completed"] * 5
+    assert peak == 3 and running == 0
+    assert len(mock_provider.requests) == 5
