@@ -74,8 +74,8 @@ def list_cmd(
     if not listed:
         typer.echo("no schedules" + ("" if include_done else " (--all shows the fired one-shots too)"))
         return
-    columns = [Column("id", "id"), Column("target", "id"), Column("time", "id"), Column("runs", "text", min_width=8),
-               Column("next run", "id", drop=3), Column("count", "number", drop=2), Column("model", "text", drop=1,
+    columns = [Column("id", "id"), Column("target", "id"), Column("time", "id"), Column("what", "text", min_width=8),
+               Column("next run", "id", drop=3), Column("runs", "number", drop=2), Column("model", "text", drop=1,
                                                                                         min_width=6)]
     rows = [(d["id"], d["target"], d["time"], f"skill {d['skill_name']}" if d["skill_name"] else d["task"] or "",
              d["next_run"] or "-", str(d["runs"]), d["model"] or "default") for d in listed]
