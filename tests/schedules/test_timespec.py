@@ -122,6 +122,17 @@ def test_cron_month_ends_and_leap_days() -> None:
                                                                                              tzinfo=NY)
 
 
+@pytest.mark.parametrize(("expr", "first"), [
+    ("0 9 * JAN-MAR MON", datetime(2026, 3, 9, 9, 0, tzinfo=NY)),
+    ("0 0 * * 5#2", datetime(2026, 3, 13, 0, 0, tzinfo=NY)),  # the second Friday of March
+    ("0 0 * * 5L", datetime(2026, 3, 27, 0, 0, tzinfo=NY)),  # the last Friday
+    ("0 0 LW * *", datetime(2026, 3, 31, 0, 0, tzinfo=NY)),  # the last weekday
+    ("*/20 13-14 * * *", datetime(2026, 3, 7, 13, 0, tzinfo=NY)),
+])
+def test_cron_names_and_special_days(expr: str, first: datetime) -> None:
+    assert parse_when(expr, None, NOW).first == first
+
+
 def test_a_wall_clock_time_in_the_gap_moves_past_it() -> None:
     when = parse_when("2026-03-08 02:30", None, NOW)
     assert when.first == datetime(2026, 3, 8, 3, 0, tzinfo=NY) and when.first.utcoffset() == timedelta(hours=-4)
