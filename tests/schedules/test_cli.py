@@ -136,6 +136,22 @@ def test_serve_runs_due_schedules(home: Path, mock_provider: MockProvider) -> No
     assert proc.returncode == 0
 
 
+def test_serve_no_schedules_leaves_them_alone(home: Path, mock_provider: MockProvider) -> None:
+    sid = due_schedule(home, task="x")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    proc = subprocess.Popen([*TOOLDECK, "serve", "--http", "127.0.0.1:0", "--no-schedules", "--home", str(home)],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None and "serving MCP on http://" in proc.stdout.readline()
+        time.sleep(1.0)  # a runner would have passed at once
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert ScheduleStore.of_home(home).runs(sid) == [] and mock_provider.requests == []
+
+
 def test_help_of_every_subcommand_is_clean(tmp_path: Path) -> None:
     from tests.cli.support import tooldeck
 

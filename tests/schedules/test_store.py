@@ -157,3 +157,13 @@ def test_processes_racing_on_one_home_claim_each_fire_once(store: ScheduleStore)
     assert len(store.runs(limit=1000)) == len(ids)
     owners = {r["owner"] for r in store.runs(limit=1000)}
     assert owners <= {"p0", "p1", "p2", "p3"}
+
+
+def test_a_schedule_keeps_its_zone_when_the_runner_is_elsewhere(store: ScheduleStore) -> None:
+    from zoneinfo import ZoneInfo
+
+    s = store.add(parse_when("0 9 * * *", None, T0), task="New York mornings")
+    tokyo_now = (T0 + timedelta(days=1)).astimezone(ZoneInfo("Asia/Tokyo"))  # 2026-03-08 12:00 in New York
+    [fire] = store.claim_due(tokyo_now, "a")
+    assert datetime.fromtimestamp(fire.slot, NY) == datetime(2026, 3, 8, 9, 0, tzinfo=NY)
+    assert store.get(s.id).to_dict()["next_run"] == "2026-03-09T09:00:00-04:00"  # type: ignore[union-attr]
