@@ -21,6 +21,7 @@ def default_builtins() -> list[BuiltinTool]:
         open_file,
         public_api,
         secrets,
+        schedules,
         shell,
         workspace_control,
         workspace_edit,
@@ -32,4 +33,4 @@ def default_builtins() -> list[BuiltinTool]:
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
             *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
-            *media.TOOLS, *chatbots.TOOLS]
+            *media.TOOLS, *chatbots.TOOLS, *schedules.TOOLS]

@@ -34,6 +34,7 @@ COMMANDS = {
     "mcp": ("mcp_cmd", "mcp_app"),
     "run": ("run_cmd", "run_app"),
     "secret": ("secret_cmd", "secret_app"),
+    "schedules": ("schedules_cmd", "schedules_app"),
 }
 
 

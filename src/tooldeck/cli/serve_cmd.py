@@ -12,7 +12,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, cast
@@ -33,6 +33,7 @@ from tooldeck.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from tooldeck.runtime import Runtime
     from tooldeck.server.address import HttpAddress
     from tooldeck.server.mcp_server import TooldeckMCPServer
 
@@ -75,13 +76,16 @@ def serve(
     = True,
     log_level: Annotated[str, typer.Option("--log-level", metavar="LEVEL",
                                            help="debug | info | warning | error (on stderr).")] = "warning",
+    schedules: Annotated[bool, typer.Option("--schedules/--no-schedules",
+                                            help="Run the home's due schedules while serving (docs/schedules.md).")]
+    = True,
 ) -> None:
     """Serve the tools of the snapshot as an MCP server; every call goes through the gate. Ctrl-C or SIGTERM
     stops it (exit 0)."""
     # KeyboardInterrupt here: Ctrl-C or SIGTERM before the server ran (while importing, opening the home)
     with _stop_on_sigterm(), contextlib.suppress(KeyboardInterrupt):
         _serve(home, stdio, http, profile, token, allow_host, allow_origin, loading, connect, scene, records,
-               log_level, names)
+               log_level, names, schedules)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -101,7 +105,8 @@ def _stop_on_sigterm() -> Iterator[None]:
 
 def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, token: str | None,
            allow_host: list[str] | None, allow_origin: list[str] | None, loading: Loading | None,
-           connect: str | None, scene: str, records: bool, log_level: str, names: str | None = None) -> None:
+           connect: str | None, scene: str, records: bool, log_level: str, names: str | None = None,
+           schedules: bool = True) -> None:
     import anyio
 
     from tooldeck.core.descriptors import Scene
@@ -142,9 +147,9 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
     try:
         if address is None:
             typer.echo(f"tooldeck serving MCP on stdio (home {runtime.home})", err=True)
-            anyio.run(mcp.run_stdio)
+            anyio.run(_with_schedules, runtime if schedules else None, mcp.run_stdio)
         else:
-            _serve_http(mcp, address, allow_host or [], allow_origin or [], token)
+            _serve_http(mcp, address, allow_host or [], allow_origin or [], token, schedules)
     except KeyboardInterrupt:
         pass
     finally:
@@ -175,8 +180,19 @@ def _check_usage(stdio: bool, http: str | None, scene: str, log_level: str, http
         raise
 
 
+async def _with_schedules(runtime: Runtime | None, serve: Callable[..., Awaitable[None]], *args: object) -> None:
+    """Serve; with a runtime, its home's due schedules run beside the server, on the server's loop."""
+    if runtime is None:
+        await serve(*args)
+        return
+    from tooldeck.schedules.runner import serving
+
+    async with serving(runtime):
+        await serve(*args)
+
+
 def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], origins: list[str],
-                token: str | None) -> None:
+                token: str | None, schedules: bool = True) -> None:
     from tooldeck.core.errors import TooldeckError
     from tooldeck.server.address import bind_socket
     from tooldeck.server.security import HttpGuard, is_loopback
@@ -200,7 +216,7 @@ def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], 
     import anyio
 
     try:
-        anyio.run(mcp.serve_http, sock, guard, ready)
+        anyio.run(_with_schedules, mcp.runtime if schedules else None, mcp.serve_http, sock, guard, ready)
     finally:
         sock.close()
 
