@@ -37,9 +37,6 @@ SCENARIOS = [
 # Why each of these cannot pass (docs/mcp.md, "Client conformance"); strict: a pass makes the test fail, so
 # the list cannot go stale.
 EXPECTED_FAILURES = {
-    "auth/2025-03-26-oauth-metadata-backcompat": "the kit's authorization server metadata names issuer "
-    "<origin>/oauth at <origin>/.well-known/oauth-authorization-server; the SDK requires the issuer the URL was "
-    "built from (RFC 8414 section 3.3) and stops, which tooldeck keeps",
     "auth/cross-app-access-complete-flow": "identity assertion grants (RFC 8693 token exchange to an ID-JAG, "
     "RFC 7523 jwt-bearer) are not configurable in tooldeck",
 }

@@ -1,5 +1,6 @@
 """Hypothesis tests of what tooldeck's OAuth code parses: the browser's redirect to the loopback listener
-(`login.read_redirect`) and the token file (`tokens.TokenFile`), whatever is in it."""
+(`login.read_redirect`), the token file (`tokens.TokenFile`), whatever is in it, and legacy authorization-server
+metadata (`legacy_metadata.same_origin_metadata`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from urllib.parse import urlencode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tooldeck.sources.mcp.legacy_metadata import origin_of, same_origin_metadata
 from tooldeck.sources.mcp.login import CALLBACK_PATH, read_redirect
 from tooldeck.sources.mcp.tokens import FORMAT, TokenFile, expiry_of
 
@@ -82,3 +84,32 @@ def test_any_token_file_reads_as_state_or_nothing(content: object, raw: bytes, u
 def test_expiry_is_a_finite_time_or_none(value: object) -> None:
     got = expiry_of(value)
     assert got is None or (math.isfinite(got) and got > 0)
+
+
+_SERVER = "http://127.0.0.1:9/mcp"
+_issuers = st.sampled_from(["http://127.0.0.1:9", "http://127.0.0.1:9/", "http://127.0.0.1:80/as", "http://127.0.0.1/as",
+                            "https://127.0.0.1:9/as", "http://127.0.0.2:9/as", "http://LOCALHOST:9/as"]) | st.builds(
+    lambda path: f"http://127.0.0.1:9/{path}", _text)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(issuer=_issuers, extra=st.dictionaries(_text, _json, max_size=3), raw=st.binary(max_size=80),
+       use_raw=st.booleans())
+def test_legacy_metadata_is_taken_only_for_an_issuer_under_the_servers_origin(
+        issuer: str, extra: dict[str, object], raw: bytes, use_raw: bool) -> None:
+    document = {**extra, "issuer": issuer, "authorization_endpoint": "http://127.0.0.1:9/as/authorize",
+                "token_endpoint": "http://127.0.0.1:9/as/token"}
+    body = raw if use_raw else json.dumps(document).encode()
+    taken = same_origin_metadata(body, _SERVER)  # never raises, whatever the body
+    if taken is not None:
+        assert origin_of(str(taken.issuer)) == origin_of(_SERVER) == ("http", "127.0.0.1", 9)
+        assert str(taken.issuer).rstrip("/") != "http://127.0.0.1:9"  # the origin itself is the SDK's to accept
+    if not use_raw and origin_of(issuer) != origin_of(_SERVER):
+        assert taken is None
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(_text)
+def test_any_text_has_an_origin_or_none(url: str) -> None:
+    got = origin_of(url)
+    assert got is None or (got[0] in ("http", "https") and got[1] and isinstance(got[2], int))

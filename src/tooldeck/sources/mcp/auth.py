@@ -48,6 +48,7 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from tooldeck.sources.mcp.config import OAuthPlan
+from tooldeck.sources.mcp.legacy_metadata import legacy_metadata_url, same_origin_metadata
 from tooldeck.sources.mcp.tokens import TokenFile, expiry_of
 
 log = logging.getLogger("tooldeck.mcp")
@@ -193,7 +194,25 @@ class _Persistent:
             with contextlib.suppress(StopAsyncIteration):
                 out = await sub.__anext__()
                 while True:
-                    out = await sub.asend((yield out))
+                    response = yield out
+                    out = await sub.asend(await self._legacy_metadata(out, response))
+
+    async def _legacy_metadata(self, request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+        """On the 2025-03-26 path, metadata at the server's origin naming an issuer under that origin is taken
+        here (`legacy_metadata.py` says why); the SDK is then told nothing was served there, and goes on with
+        the metadata in its context (its registration, authorization and token endpoints)."""
+        ctx = self.context
+        if (ctx.auth_server_url is not None or ctx.protected_resource_metadata is not None
+                or request.method != "GET" or response.status_code != 200
+                or str(request.url) != legacy_metadata_url(ctx.server_url)):
+            return response
+        metadata = same_origin_metadata(await response.aread(), ctx.server_url)
+        if metadata is None:
+            return response
+        log.debug("MCP server `%s`: legacy authorization server metadata with issuer %s on the server's origin",
+                  self.plan.server, metadata.issuer)
+        ctx.oauth_metadata = metadata
+        return httpx2.Response(404, request=request)
 
     async def _unattended(self, request: httpx2.Request,
                           refreshed: bool) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
