@@ -3,7 +3,8 @@
 The SDK's `OAuthClientProvider` (an `httpx2.Auth`) does the protocol: protected-resource metadata from
 the 401's `WWW-Authenticate` or the well-known URLs (RFC 9728), authorization-server discovery (RFC 8414
 / OIDC), dynamic client registration (RFC 7591), PKCE S256, RFC 8707 `resource`, refresh, and the
-client-credentials grant (`ClientCredentialsOAuthProvider`). What this module adds:
+client-credentials grant (`ClientCredentialsOAuthProvider`); the identity-assertion grant is tooldeck's on the
+same provider (`id_jag.py`). What this module adds:
 
 - persistence that survives the process (`tokens.TokenFile`): the absolute expiry and the discovered
   metadata are restored, so a later process refreshes at the right token endpoint without a browser;
@@ -15,9 +16,12 @@ client-credentials grant (`ClientCredentialsOAuthProvider`). What this module ad
   and becomes `mcp.auth_required`, whose advice names `tooldeck mcp login SERVER` (`login.py` runs
   the flow with a browser).
 
-`plan_for` decides per connection whether OAuth applies at all: an HTTP entry that sends its own
+- the 2025-03-26 path's metadata whose issuer is a path on the server's own origin (`legacy_metadata.py`).
+
+`provider_for` decides per connection whether OAuth applies at all: an HTTP entry that sends its own
 `Authorization` header, or says `"oauth": false`, never uses it; otherwise the provider is attached
-when the server has stored tokens or uses the client-credentials grant.
+when the server has stored tokens or uses a grant that needs no person (client credentials, identity
+assertion).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from tooldeck.sources.mcp.config import OAuthPlan
+from tooldeck.sources.mcp.id_jag import IdentityAssertionGrant
 from tooldeck.sources.mcp.legacy_metadata import legacy_metadata_url, same_origin_metadata
 from tooldeck.sources.mcp.tokens import TokenFile, expiry_of
 
@@ -323,12 +328,22 @@ class TooldeckPrivateKeyJWT(_Persistent, PrivateKeyJWTOAuthProvider):
                              signer.create_assertion_provider(), plan.scope, plan.issuer)
 
 
+class TooldeckIdentityAssertion(_Persistent, IdentityAssertionGrant):
+    """The identity-assertion grant (an ID-JAG from the enterprise identity provider, `id_jag.py`): no person."""
+
+    def __init__(self, plan: OAuthPlan) -> None:
+        self.plan, self.file, self.interactive = plan, tokens_of(plan), True
+        super().__init__(plan, FileTokenStorage(self.file))
+
+
 def provider_for(plan: OAuthPlan | None) -> httpx2.Auth | None:
     """The provider a runtime connection uses, or None (no OAuth, or nothing stored to send yet)."""
     if plan is None:
         return None
     if plan.grant == "client_credentials":
         return TooldeckPrivateKeyJWT(plan) if plan.private_key else TooldeckClientCredentials(plan)
+    if plan.grant == "identity_assertion":
+        return TooldeckIdentityAssertion(plan)
     if not tokens_of(plan).read():
         return None  # never signed in: the server's own 401 says so, with `tooldeck mcp login` as the fix
     return TooldeckOAuth(plan)
