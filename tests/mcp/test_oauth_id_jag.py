@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import stat
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 from tooldeck.runtime import Runtime
+from tooldeck.sources.mcp import McpManager, id_jag
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp.tokens import token_path
 
@@ -110,6 +113,43 @@ def test_a_pinned_issuer_that_differs_sends_the_id_token_nowhere(
     out = _refresh(home)
     assert out.returncode == 1 and "[mcp.oauth_failed]" in out.stdout and "issuer mismatch" in out.stdout
     assert not idp.events("exchange") and not idp.events("token")
+
+
+class SilentIdp:
+    """Takes one connection on 127.0.0.1, reads the request and never answers; notes when the client hangs up."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.got_request, self.hung_up = threading.Event(), threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            if conn.recv(65536):
+                self.got_request.set()
+            while conn.recv(65536):  # until the client closes its end
+                pass
+            self.hung_up.set()
+
+
+def test_an_identity_provider_that_never_answers_is_given_up_on(
+        idp: AuthFixture, env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    silent = SilentIdp()
+    monkeypatch.setattr(id_jag, "EXCHANGE_TIMEOUT_S", 1.0)
+    home = _home(tmp_path, idp.url, oauth=_oauth(idp, token_endpoint=f"http://127.0.0.1:{silent.port}/token"))
+    manager = McpManager.from_home(home, start=False)
+    try:
+        [report] = manager.refresh("web")
+    finally:
+        manager.close()
+    assert not report.ok and report.failure is not None and report.failure.code == "mcp.oauth_failed"
+    assert "cannot reach the identity provider's token endpoint" in report.failure.full_text
+    assert "ReadTimeout" in report.failure.full_text
+    assert silent.got_request.is_set() and silent.hung_up.wait(30)  # the connection is closed, not left waiting
+    assert not idp.events("token")
+    silent.sock.close()
 
 
 def test_login_of_an_identity_assertion_server_just_gets_a_token(
