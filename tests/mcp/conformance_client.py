@@ -8,7 +8,9 @@ transport), the host's `McpCallbacks` answer elicitation. Authorization is toold
 server asks for a sign-in (`mcp.auth_required` / `mcp.auth_forbidden` naming `tooldeck mcp login`), this
 client does what a user does, `tooldeck mcp login`'s flow (`sources/mcp/login.py`), with a "browser" that
 follows the authorization URL (the kit's authorization server approves at once), then tries again.
-Client-credentials scenarios configure `oauth.grant = "client_credentials"` from the context.
+Client-credentials scenarios configure `oauth.grant = "client_credentials"` from the context, the cross-app
+access scenario `oauth.grant = "identity_assertion"` with the context's identity provider (the ID token in
+`IDP_ID_TOKEN`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def _entry(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
             oauth["client_secret"] = context["client_secret"]
     if scenario.startswith("auth/client-credentials"):
         oauth["grant"] = "client_credentials"
+    if "idp_token_endpoint" in context:  # cross-app access: the ID token comes from the environment, as a user's would
+        os.environ["IDP_ID_TOKEN"] = context["idp_id_token"]
+        oauth["grant"] = "identity_assertion"
+        oauth["identity_provider"] = {"token_endpoint": context["idp_token_endpoint"],
+                                      "client_id": context["idp_client_id"], "id_token": "${IDP_ID_TOKEN}"}
     if context.get("private_key_pem"):
         oauth["private_key"] = context["private_key_pem"]
         oauth["signing_algorithm"] = context.get("signing_algorithm", "RS256")

@@ -1,6 +1,7 @@
 """The conformance kit's client scenarios (npm `@modelcontextprotocol/conformance`, in `.node-conformance/`)
 against tooldeck's MCP client (`conformance_client.py`: a Runtime over the scenario's server, tooldeck's OAuth
-and `tooldeck mcp login` flow). One test per scenario; the table of results is in docs/mcp.md.
+and `tooldeck mcp login` flow, the identity-assertion grant). One test per scenario, all expected to pass; the
+table of results is in docs/mcp.md.
 
 Skips when the kit is not installed (it is installed by `scripts/install-conformance`, see
 tests/server/test_conformance.py), and fails then under `make test` (TOOLDECK_REQUIRE_NODE=1).
@@ -34,15 +35,6 @@ SCENARIOS = [
     "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
     "auth/client-credentials-jwt", "auth/client-credentials-basic", "auth/cross-app-access-complete-flow",
 ]
-# Why each of these cannot pass (docs/mcp.md, "Client conformance"); strict: a pass makes the test fail, so
-# the list cannot go stale.
-EXPECTED_FAILURES = {
-    "auth/2025-03-26-oauth-metadata-backcompat": "the kit's authorization server metadata names issuer "
-    "<origin>/oauth at <origin>/.well-known/oauth-authorization-server; the SDK requires the issuer the URL was "
-    "built from (RFC 8414 section 3.3) and stops, which tooldeck keeps",
-    "auth/cross-app-access-complete-flow": "identity assertion grants (RFC 8693 token exchange to an ID-JAG, "
-    "RFC 7523 jwt-bearer) are not configurable in tooldeck",
-}
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +49,7 @@ def test_the_kit_lists_these_client_scenarios(kit: None) -> None:
     assert listed == SCENARIOS
 
 
-@pytest.mark.parametrize("scenario", [
-    pytest.param(s, marks=pytest.mark.xfail(reason=EXPECTED_FAILURES[s], strict=True))
-    if s in EXPECTED_FAILURES else s for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_client_scenario(kit: None, scenario: str, tmp_path: Path) -> None:
     command = f"{sys.executable} {CLIENT}"
     out = subprocess.run([str(NODE), str(CLI), "client", "--command", command, "--scenario", scenario,

@@ -170,7 +170,8 @@ def login(
                                            help="How long to wait for the sign-in.")] = 300.0,
 ) -> None:
     """Sign in to an HTTP server with OAuth: prints the authorization URL, takes the redirect on 127.0.0.1 and
-    stores the token under the home dir (mode 0600). Client-credentials servers just get a token."""
+    stores the token under the home dir (mode 0600). Client-credentials and identity-assertion servers just get a
+    token."""
     import asyncio
     import webbrowser
 
@@ -189,7 +190,7 @@ def login(
 
     try:
         with _own_report():
-            if plan.grant == "client_credentials":
+            if plan.grant != "authorization_code":  # client credentials, identity assertion: no person
                 state = asyncio.run(client_credentials_login(plan))
             else:
                 state = asyncio.run(run_login(plan, show, timeout=timeout))

@@ -3,7 +3,8 @@
 The SDK's `OAuthClientProvider` (an `httpx2.Auth`) does the protocol: protected-resource metadata from
 the 401's `WWW-Authenticate` or the well-known URLs (RFC 9728), authorization-server discovery (RFC 8414
 / OIDC), dynamic client registration (RFC 7591), PKCE S256, RFC 8707 `resource`, refresh, and the
-client-credentials grant (`ClientCredentialsOAuthProvider`). What this module adds:
+client-credentials grant (`ClientCredentialsOAuthProvider`); the identity-assertion grant is tooldeck's on the
+same provider (`id_jag.py`). What this module adds:
 
 - persistence that survives the process (`tokens.TokenFile`): the absolute expiry and the discovered
   metadata are restored, so a later process refreshes at the right token endpoint without a browser;
@@ -15,9 +16,12 @@ client-credentials grant (`ClientCredentialsOAuthProvider`). What this module ad
   and becomes `mcp.auth_required`, whose advice names `tooldeck mcp login SERVER` (`login.py` runs
   the flow with a browser).
 
-`plan_for` decides per connection whether OAuth applies at all: an HTTP entry that sends its own
+- the 2025-03-26 path's metadata whose issuer is a path on the server's own origin (`legacy_metadata.py`).
+
+`provider_for` decides per connection whether OAuth applies at all: an HTTP entry that sends its own
 `Authorization` header, or says `"oauth": false`, never uses it; otherwise the provider is attached
-when the server has stored tokens or uses the client-credentials grant.
+when the server has stored tokens or uses a grant that needs no person (client credentials, identity
+assertion).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from tooldeck.sources.mcp.config import OAuthPlan
+from tooldeck.sources.mcp.id_jag import IdentityAssertionGrant
+from tooldeck.sources.mcp.legacy_metadata import legacy_metadata_url, same_origin_metadata
 from tooldeck.sources.mcp.tokens import TokenFile, expiry_of
 
 log = logging.getLogger("tooldeck.mcp")
@@ -193,7 +199,25 @@ class _Persistent:
             with contextlib.suppress(StopAsyncIteration):
                 out = await sub.__anext__()
                 while True:
-                    out = await sub.asend((yield out))
+                    response = yield out
+                    out = await sub.asend(await self._legacy_metadata(out, response))
+
+    async def _legacy_metadata(self, request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+        """On the 2025-03-26 path, metadata at the server's origin naming an issuer under that origin is taken
+        here (`legacy_metadata.py` says why); the SDK is then told nothing was served there, and goes on with
+        the metadata in its context (its registration, authorization and token endpoints)."""
+        ctx = self.context
+        if (ctx.auth_server_url is not None or ctx.protected_resource_metadata is not None
+                or request.method != "GET" or response.status_code != 200
+                or str(request.url) != legacy_metadata_url(ctx.server_url)):
+            return response
+        metadata = same_origin_metadata(await response.aread(), ctx.server_url)
+        if metadata is None:
+            return response
+        log.debug("MCP server `%s`: legacy authorization server metadata with issuer %s on the server's origin",
+                  self.plan.server, metadata.issuer)
+        ctx.oauth_metadata = metadata
+        return httpx2.Response(404, request=request)
 
     async def _unattended(self, request: httpx2.Request,
                           refreshed: bool) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
@@ -304,12 +328,22 @@ class TooldeckPrivateKeyJWT(_Persistent, PrivateKeyJWTOAuthProvider):
                              signer.create_assertion_provider(), plan.scope, plan.issuer)
 
 
+class TooldeckIdentityAssertion(_Persistent, IdentityAssertionGrant):
+    """The identity-assertion grant (an ID-JAG from the enterprise identity provider, `id_jag.py`): no person."""
+
+    def __init__(self, plan: OAuthPlan) -> None:
+        self.plan, self.file, self.interactive = plan, tokens_of(plan), True
+        super().__init__(plan, FileTokenStorage(self.file))
+
+
 def provider_for(plan: OAuthPlan | None) -> httpx2.Auth | None:
     """The provider a runtime connection uses, or None (no OAuth, or nothing stored to send yet)."""
     if plan is None:
         return None
     if plan.grant == "client_credentials":
         return TooldeckPrivateKeyJWT(plan) if plan.private_key else TooldeckClientCredentials(plan)
+    if plan.grant == "identity_assertion":
+        return TooldeckIdentityAssertion(plan)
     if not tokens_of(plan).read():
         return None  # never signed in: the server's own 401 says so, with `tooldeck mcp login` as the fix
     return TooldeckOAuth(plan)

@@ -71,10 +71,15 @@ def oauth_failed(f: Facts) -> Said:
     """The OAuth flow itself failed (discovery, registration, the token endpoint)."""
     from mcp.client.auth import OAuthFlowError
 
+    from tooldeck.sources.mcp.id_jag import IdentityAssertionError
+
     error = f.first(OAuthFlowError)
-    return (f"could not get an OAuth token for {_url(f)}: {clean_line(str(error), 500)}",
-            f"Check `oauth` in {_where(f)} (client id, secret variable, scopes, grant; docs/mcp.md, Authorization); "
-            f"for a browser sign-in run `tooldeck mcp login {f.target.name}`.")
+    summary = f"could not get an OAuth token for {_url(f)}: {clean_line(str(error), 500)}"
+    if isinstance(error, IdentityAssertionError):
+        return summary, (f"Check `oauth.identity_provider` in {_where(f)} (token endpoint, client id, the ID token: "
+                         "an expired one needs a new sign-in at the identity provider; docs/mcp.md, Authorization).")
+    return summary, (f"Check `oauth` in {_where(f)} (client id, secret variable, scopes, grant; docs/mcp.md, "
+                     f"Authorization); for a browser sign-in run `tooldeck mcp login {f.target.name}`.")
 
 
 def auth_forbidden(f: Facts) -> Said:

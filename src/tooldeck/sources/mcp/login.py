@@ -196,7 +196,8 @@ def first_cause(exc: BaseException) -> BaseException:
 
 
 async def client_credentials_login(plan: OAuthPlan) -> AuthState:
-    """A token by the client-credentials grant (no person), got by opening a session as a connection would."""
+    """A token by a grant that needs no person (client credentials, identity assertion), got by opening a session
+    as a connection would."""
     transport = open_transport(Endpoint(plan.transport, url=plan.url), None, 30.0, Evidence(),
                                auth=provider_for(plan))
     async with Client(transport, client_info=CLIENT_INFO) as client:
