@@ -1,0 +1,371 @@
+"""`find_files`: Agenvoy's list | glob | search over the workspace, several queries per call.
+
+Mode inference (when `mode` is omitted): a query with both `pattern` and `file_pattern` → search; a
+query with `pattern` → glob; else list. list answers `{dir: [entries] | "error: …"}` per query;
+glob and search merge their queries' hits (deduplicated) and page them with `offset` / `limit`.
+The walk and the matching run on a worker thread under a `Stop` (time limit, cancel flag), as
+`workspace_search_files` does, so a timeout or a cancellation stops the work itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tooldeck.builtins.agenvoy_files import walk
+from tooldeck.builtins.agenvoy_files.common import batch_json, choose_mode, item_error, unique_key, workspace
+from tooldeck.builtins.registry import BuiltinTool
+from tooldeck.builtins.workspace_files import search_seconds
+from tooldeck.catalog.sources import CallContext
+from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
+from tooldeck.core.errors import ToolCallError
+from tooldeck.core.ids import ToolId
+from tooldeck.core.results import ToolOutput
+from tooldeck.workspace import fs, grep
+from tooldeck.workspace.names import shown, shown_line
+from tooldeck.workspace.paths import parse_dir
+from tooldeck.workspace.search import MAX_SEARCH_FILE_BYTES, MAX_SEARCH_FILES
+
+TOOL_ID = ToolId.builtin("find_files")
+MODES: Final = ("list", "glob", "search")
+PAGE: Final = 256
+MAX_LIST_ENTRIES: Final = 1000
+MAX_GLOB_FILES: Final = 50_000
+FIRST_ROWS: Final = 5
+MAX_CONTEXT: Final = 10
+LINE_CHARS: Final = 300
+
+
+def infer(queries: list[dict[str, Any]]) -> str:
+    if any(q.get("pattern") and q.get("file_pattern") for q in queries):
+        return "search"
+    if any(q.get("pattern") for q in queries):
+        return "glob"
+    return "list"
+
+
+async def find_files(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    stop = grep.Stop(search_seconds(ctx))
+    try:
+        return await asyncio.to_thread(_find, args, ctx, stop)
+    except asyncio.CancelledError:
+        stop.cancel()
+        raise
+
+
+def _find(args: dict[str, Any], ctx: CallContext, stop: grep.Stop) -> ToolOutput:
+    queries: list[dict[str, Any]] = args["queries"]
+    mode = choose_mode(args, MODES, infer(queries))
+    if mode == "list":
+        return _list(queries, ctx, stop)
+    for q in queries:
+        if not q.get("pattern"):
+            raise ToolCallError("files.field_required", f"pattern is required when mode={mode}")
+    if mode == "glob":
+        for q in queries:
+            walk.refuse_catch_all(q["pattern"])
+            walk.glob_regex(q["pattern"])
+        return _glob(queries, args, ctx, stop)
+    return _search(queries, args, ctx, stop)
+
+
+# -- list ---------------------------------------------------------------------------------------------
+def _list(queries: list[dict[str, Any]], ctx: CallContext, stop: grep.Stop) -> ToolOutput:
+    store, policy = workspace(ctx)
+    answer: dict[str, Any] = {}
+    for q in queries:
+        raw = q.get("dir") or "."
+        try:
+            rel = parse_dir(raw)
+            entries = _entries(store, policy, rel, bool(q.get("recursive")), stop)
+        except ToolCallError as exc:
+            answer[unique_key(answer, raw)] = item_error(exc)
+            continue
+        except grep.Stopped:
+            answer[unique_key(answer, raw)] = "error: the listing ran out of time; list a smaller folder"
+            continue
+        answer[unique_key(answer, shown(rel) or ".")] = entries
+    return ToolOutput(batch_json(answer), answer)
+
+
+def _entries(store: Any, policy: Any, rel: str, recursive: bool, stop: grep.Stop) -> list[str]:
+    if not rel:
+        roots = [r for r in policy.visible_roots if _is_dir(store, policy, r)]
+        if not recursive:
+            return [f"{r}/" for r in roots]
+    out: list[str] = []
+    if rel:
+        found = _children(store, policy, rel, recursive, stop, "")
+    else:
+        found = (e for r in roots for e in _children(store, policy, r, True, stop, f"{r}/", with_self=True))
+    for entry in found:
+        if len(out) >= MAX_LIST_ENTRIES:
+            out.append(f"… listing stopped at {MAX_LIST_ENTRIES} entries; list a subfolder to see the rest")
+            break
+        out.append(entry)
+    return out
+
+
+def _is_dir(store: Any, policy: Any, root: str) -> bool:
+    try:
+        return store.kind(store.locate_dir(policy, root)) == "directory"
+    except ToolCallError:
+        return False
+
+
+def _children(store: Any, policy: Any, rel: str, recursive: bool, stop: grep.Stop, prefix: str,
+              with_self: bool = False) -> Any:
+    """Names below `rel`: files as they are, folders with a trailing `/` (recursive: paths below `rel`)."""
+    import os
+
+    loc = store.locate(policy, rel)
+    if with_self:
+        yield prefix
+    kind = store.kind(loc)
+    if kind is None:
+        raise ToolCallError("workspace.path_not_found", f"`{shown(rel)}` does not exist")
+    if kind != "directory":
+        raise ToolCallError("workspace.path_not_found", f"`{shown(rel)}` is a file, not a folder; read it with "
+                            "read_files")
+    try:
+        dfd = fs.open_dir(loc.base, loc.parts)
+    except OSError as exc:
+        from tooldeck.workspace.store import os_error
+
+        raise os_error(loc, exc, folder=True) from None
+    try:
+        scanned = fs.scan(dfd, sizes=False)
+    finally:
+        os.close(dfd)
+    for entry in scanned:
+        stop.check()
+        if entry.name in walk.EXCLUDED_NAMES:
+            continue
+        name = prefix + shown(entry.name)
+        if entry.kind == "directory":
+            yield name + "/"
+            if recursive:
+                yield from _children(store, policy, f"{rel}/{entry.name}", True, stop, name + "/")
+        elif entry.kind == "file":
+            yield name
+        elif entry.kind == "symlink":
+            try:
+                target_kind = store.kind(store.locate(policy, f"{rel}/{entry.name}"))
+            except ToolCallError:
+                continue
+            if target_kind == "file":
+                yield name
+            elif target_kind == "directory":
+                yield name + "/"
+
+
+# -- glob ---------------------------------------------------------------------------------------------
+def _paging(args: dict[str, Any]) -> tuple[int, int]:
+    offset = args.get("offset") or 0
+    limit = args.get("limit") or PAGE
+    return offset, min(limit, PAGE)
+
+
+def _glob(queries: list[dict[str, Any]], args: dict[str, Any], ctx: CallContext, stop: grep.Stop) -> ToolOutput:
+    store, policy = workspace(ctx)
+    hits: dict[str, float] = {}
+    notes: list[str] = []
+    stopped = False
+    for q in queries:
+        rel = parse_dir(q.get("dir") or ".")
+        seen = 0
+        try:
+            for found in walk.walk(store, policy, rel, stop):
+                seen += 1
+                if seen > MAX_GLOB_FILES:
+                    notes.append(f"stopped after {MAX_GLOB_FILES:,} files under `{shown(rel) or '.'}`; "
+                                 "pass a narrower dir")
+                    break
+                if found.rel not in hits and walk.matches(q["pattern"], found.below):
+                    try:
+                        hits[found.rel] = found.mtime()
+                    except FileNotFoundError:
+                        continue
+        except grep.Stopped as exc:
+            stopped = exc.reason == "time"
+            break
+    ordered = sorted(hits, key=lambda p: (-hits[p], p))  # newest first
+    offset, limit = _paging(args)
+    page = ordered[offset:offset + limit]
+    structured = {"mode": "glob", "total": len(ordered), "offset": offset, "paths": [shown(p) for p in page]}
+    if not ordered:
+        return ToolOutput(_with_notes("no files found", notes, stopped, stop), structured)
+    lines = [shown(p) for p in page]
+    lines.append(_footer(len(ordered), offset, len(page), "files, newest first"))
+    return ToolOutput(_with_notes("\n".join(lines), notes, stopped, stop), structured,
+                      resource_refs=structured["paths"])
+
+
+def _footer(total: int, offset: int, shown_count: int, what: str) -> str:
+    if shown_count == 0:
+        return f"offset {offset} is past the end: {total} {what} in all"
+    end = offset + shown_count
+    more = f"; next page: offset={end}" if end < total else ""
+    return f"({offset + 1}-{end} of {total} {what}{more})"
+
+
+def _with_notes(text: str, notes: list[str], stopped: bool, stop: grep.Stop) -> str:
+    if stopped:
+        notes = [*notes, f"stopped at the time limit ({stop.seconds:g} s) before every file was seen; "
+                 "pass a narrower dir"]
+    return text + "".join(f"\nnote: {n}" for n in notes)
+
+
+# -- search -------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Hits:
+    rows: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    searched: int = 0
+    skipped: int = 0
+
+
+def _search(queries: list[dict[str, Any]], args: dict[str, Any], ctx: CallContext, stop: grep.Stop) -> ToolOutput:
+    store, policy = workspace(ctx)
+    output = args.get("output") or "content"
+    context = min(max(args.get("context") or 0, 0), MAX_CONTEXT)
+    hits = _Hits()
+    notes: list[str] = []
+    stopped = False
+    for q in queries:
+        pattern = grep.compile_pattern(q["pattern"])
+        file_glob = q.get("file_pattern") or "**/*"
+        walk.glob_regex(file_glob)
+        rel = parse_dir(q.get("dir") or ".")
+        try:
+            for found in walk.walk(store, policy, rel, stop):
+                if hits.searched >= MAX_SEARCH_FILES:
+                    notes.append(f"stopped after {MAX_SEARCH_FILES:,} files; pass a narrower dir or file_pattern")
+                    break
+                if not walk.matches(file_glob, found.below):
+                    continue
+                _search_file(pattern, found, hits, stop, context)
+        except grep.Stopped as exc:
+            stopped = exc.reason == "time"
+            break
+    if not hits.rows:
+        structured = {"mode": "search", "total": 0, "offset": 0, "files": [], "searchedFiles": hits.searched}
+        return ToolOutput(_with_notes("no files found", notes, stopped, stop), structured)
+    offset, limit = _paging(args)
+    if output == "files":
+        text, structured = _files_page(hits, offset, limit)
+    else:
+        text, structured = _content_page(hits, offset, limit, context)
+    structured["searchedFiles"] = hits.searched
+    return ToolOutput(_with_notes(text, notes, stopped, stop), structured,
+                      resource_refs=sorted({shown(p) for p in hits.rows}))
+
+
+def _search_file(pattern: grep.Pattern, found: walk.Found, hits: _Hits, stop: grep.Stop, context: int) -> None:
+    try:
+        data = found.read(MAX_SEARCH_FILE_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except (fs.FileTooLarge, OSError):
+        hits.skipped += 1
+        return
+    if b"\0" in data[:512]:
+        return  # binary
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        hits.skipped += 1
+        return
+    hits.searched += 1
+    rows = [(n, data[s:e].decode("utf-8")) for n, s, e in grep.matching_lines(pattern, data, stop)]
+    if rows and found.rel not in hits.rows:
+        hits.rows[found.rel] = rows
+        if context:
+            hits.texts[found.rel] = data.decode("utf-8").split("\n")
+
+
+def _cut(line: str) -> str:
+    return shown_line(line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + "…")
+
+
+def _content_page(hits: _Hits, offset: int, limit: int, context: int) -> tuple[str, dict[str, Any]]:
+    flat = [(p, n, t) for p in sorted(hits.rows) for n, t in hits.rows[p]]
+    page = flat[offset:offset + limit]
+    lines: list[str] = []
+    for p, n, t in page:
+        if context:
+            rows = hits.texts[p]
+            for k in range(max(1, n - context), min(len(rows), n + context) + 1):
+                mark = ":" if k == n else "-"
+                lines.append(f"{shown(p)}{mark}{k}{mark} {_cut(rows[k - 1])}")
+            lines.append("--")
+        else:
+            lines.append(f"{shown(p)}:{n}: {_cut(t)}")
+    lines.append(_footer(len(flat), offset, len(page), f"matching lines in {len(hits.rows)} files"))
+    structured = {"mode": "search", "output": "content", "total": len(flat), "offset": offset,
+                  "matches": [{"path": shown(p), "row": n, "text": t[:LINE_CHARS]} for p, n, t in page]}
+    return "\n".join(lines), structured
+
+
+def _files_page(hits: _Hits, offset: int, limit: int) -> tuple[str, dict[str, Any]]:
+    paths = sorted(hits.rows)
+    page = paths[offset:offset + limit]
+    lines: list[str] = []
+    files: list[dict[str, Any]] = []
+    for p in page:
+        rows = hits.rows[p]
+        lines.append(f"{shown(p)} ({len(rows)} matching line{'s' if len(rows) != 1 else ''})")
+        lines.extend(f"  {n}: {_cut(t)}" for n, t in rows[:FIRST_ROWS])
+        files.append({"path": shown(p), "count": len(rows), "rows": [n for n, _ in rows[:FIRST_ROWS]]})
+    lines.append(_footer(len(paths), offset, len(page), "files"))
+    return "\n".join(lines), {"mode": "search", "output": "files", "total": len(paths), "offset": offset,
+                              "files": files}
+
+
+QUERY = {
+    "type": "object",
+    "properties": {
+        "dir": {"type": "string", "description": "Folder to look in, workspace-relative (default `.`: every "
+                                                 "visible folder)."},
+        "pattern": {"type": "string", "description": "glob: a file glob (`**/*.md`, `*.{py,txt}`; without `/` it "
+                                                     "matches names at any depth). search: an RE2 regular "
+                                                     "expression matched against each line."},
+        "file_pattern": {"type": "string", "description": "search: the files to look in, a glob (default `**/*`)."},
+        "recursive": {"type": "boolean", "description": "list: also list subfolders (default false)."},
+    },
+    "additionalProperties": False,
+}
+
+DESCRIPTOR = ToolDescriptor(
+    id=TOOL_ID,
+    title="Find workspace files",
+    description="List folders, find files by glob, or search file contents, several queries at once. mode: list | "
+    "glob | search; when omitted, a query with pattern and file_pattern searches, one with pattern globs, else it "
+    "lists. list answers {dir: [entries]} (folders end with `/`); glob answers paths, newest first; search answers "
+    "`path:row: line` (output=content, with `context` rows around) or the files with their match counts "
+    "(output=files). Results come in pages of at most 256 (`offset`, `limit`). Skips .git, node_modules, vendor, "
+    "dist, build and editor folders. A glob of only `*`, `/`, `.`, `?` is refused: it narrows nothing. Paths are "
+    "workspace-relative (writable: output/, scratch/, plan/, summaries/, persist/; read-only: tool-results/, "
+    "skills/).",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "mode": {"type": "string", "enum": list(MODES), "description": "list | glob | search (inferred when "
+                                                                            "omitted)."},
+            "queries": {"type": "array", "items": QUERY, "minItems": 1, "maxItems": 20},
+            "output": {"type": "string", "enum": ["content", "files"], "description": "search: matching lines "
+                                                                                     "(default) or files."},
+            "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT,
+                        "description": "search, output=content: rows shown before and after each match."},
+            "offset": {"type": "integer", "minimum": 0, "description": "glob/search: results to skip (paging)."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": PAGE, "description": "glob/search: results per "
+                                                                                        "page (default 256)."},
+        },
+        "required": ["queries"],
+        "additionalProperties": False,
+    },
+    annotations=ToolAnnotations(read_only=True, concurrency_safe=True, idempotent=True),
+)
+
+TOOLS = [BuiltinTool(DESCRIPTOR, find_files)]
