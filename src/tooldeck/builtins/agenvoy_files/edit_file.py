@@ -207,7 +207,7 @@ DESCRIPTOR = ToolDescriptor(
     input_schema={
         "type": "object",
         "properties": {
-            "mode": {"type": "string", "enum": list(MODES), "description": "write | patch (inferred when omitted)."},
+            "mode": {"type": "string", "description": "write | patch (inferred when omitted)."},
             "path": {"type": "string", "description": "Workspace path, e.g. `output/report.md`."},
             "content": {"type": "string", "description": "write: the whole new content."},
             "targets": {"type": "array", "items": TARGET, "minItems": 1, "maxItems": 100},

@@ -211,7 +211,7 @@ DESCRIPTOR = ToolDescriptor(
     input_schema={
         "type": "object",
         "properties": {
-            "mode": {"type": "string", "enum": list(MODES), "description": "list | read (read when paths is given)."},
+            "mode": {"type": "string", "description": "list | read (read when paths is given)."},
             "path": {"type": "string", "description": "One workspace file."},
             "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50},
             "task_id": {"type": "string", "description": "\"current\": the files this run changed."},

@@ -282,7 +282,10 @@ def _search_file(pattern: grep.Pattern, found: walk.Found, hits: _Hits, stop: gr
     if rows and found.rel not in hits.rows:
         hits.rows[found.rel] = rows
         if context:
-            hits.texts[found.rel] = data.decode("utf-8").split("\n")
+            rows_text = data.decode("utf-8").split("\n")
+            if data.endswith(b"\n"):
+                rows_text.pop()  # no row after a final newline
+            hits.texts[found.rel] = rows_text
 
 
 def _cut(line: str) -> str:
@@ -351,7 +354,7 @@ DESCRIPTOR = ToolDescriptor(
     input_schema={
         "type": "object",
         "properties": {
-            "mode": {"type": "string", "enum": list(MODES), "description": "list | glob | search (inferred when "
+            "mode": {"type": "string", "description": "list | glob | search (inferred when "
                                                                             "omitted)."},
             "queries": {"type": "array", "items": QUERY, "minItems": 1, "maxItems": 20},
             "output": {"type": "string", "enum": ["content", "files"], "description": "search: matching lines "
