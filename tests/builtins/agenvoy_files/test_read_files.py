@@ -151,3 +151,19 @@ async def test_image_blocks_reach_an_mcp_client_of_tooldeck_serve(tmp_path: Path
     image = result.content[1]
     assert isinstance(image, types.ImageContent) and base64.b64decode(image.data) == PNG
     assert json.loads(result.content[0].text)["output/px.png"].startswith("image (image/png")
+
+
+def test_a_spilled_batch_names_read_files_and_read_files_reads_it_back(s: Session) -> None:
+    for i in range(20):
+        s.write(f"output/f{i}.md", f"file {i}\n" + "word " * 800 + "\n")
+    r = s.ok("read_files", {"files": [{"path": f"output/f{i}.md"} for i in range(20)]})
+    spilled = r.structured["path"]
+    assert r.structured["externalized"] is True and spilled.startswith("tool-results/")
+    assert 'Use `read_files` with files=[{"path": <this path>}] to read the full result' in r.content
+    assert "Use `find_files` with mode=search, dir the path's folder and file_pattern its file name" in r.content
+    back = s.batch("read_files", {"files": [{"path": spilled, "limit": 2}]})[spilled]
+    assert back.startswith("1\t{\n2\t  \"output/f0.md\": \"1\\tfile 0\\n2\\tword ")
+    folder, name = spilled.rsplit("/", 1)
+    found = s.ok("find_files", {"mode": "search", "queries": [{"dir": folder, "pattern": "f19.md",
+                                                                "file_pattern": name}]})
+    assert found.structured["total"] == 1
