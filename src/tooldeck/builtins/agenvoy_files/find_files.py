@@ -237,13 +237,14 @@ def _search(queries: list[dict[str, Any]], args: dict[str, Any], ctx: CallContex
         pattern = grep.compile_pattern(q["pattern"])
         file_glob = q.get("file_pattern") or "**/*"
         walk.glob_regex(file_glob)
+        every_file = file_glob in ("**/*", "**", "*")
         rel = parse_dir(q.get("dir") or ".")
         try:
             for found in walk.walk(store, policy, rel, stop):
                 if hits.searched >= MAX_SEARCH_FILES:
                     notes.append(f"stopped after {MAX_SEARCH_FILES:,} files; pass a narrower dir or file_pattern")
                     break
-                if not walk.matches(file_glob, found.below):
+                if not every_file and not walk.matches(file_glob, found.below):
                     continue
                 _search_file(pattern, found, hits, stop, context)
         except grep.Stopped as exc:
@@ -272,11 +273,12 @@ def _search_file(pattern: grep.Pattern, found: walk.Found, hits: _Hits, stop: gr
         return
     if b"\0" in data[:512]:
         return  # binary
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        hits.skipped += 1
-        return
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            hits.skipped += 1
+            return
     hits.searched += 1
     rows = [(n, data[s:e].decode("utf-8")) for n, s, e in grep.matching_lines(pattern, data, stop)]
     if rows and found.rel not in hits.rows:

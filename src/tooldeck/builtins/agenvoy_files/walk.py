@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -32,15 +32,27 @@ MAX_GLOB_CHARS: Final = 1000
 _CATCH_ALL = frozenset("*/.?")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Found:
-    """A file met by the walk: its workspace path and how to read it while the walk stands on it."""
+    """A file met by the walk: its workspace path, and how to read it while the walk stands on it (the open
+    folder `dir_fd` and the name in it; or, for a symbolic link, the located target)."""
 
     rel: str
     below: str
     """The path below the query's folder."""
-    read: Callable[[int], bytes]
-    mtime: Callable[[], float]
+    dir_fd: int
+    name: str
+    target: Location | None = None
+
+    def read(self, limit: int) -> bytes:
+        if self.target is not None:
+            return fs.read_bytes(self.target.base, self.target.parts, limit)
+        return fs.read_at(self.dir_fd, self.name, limit)
+
+    def mtime(self) -> float:
+        if self.target is not None:
+            return os.stat(os.path.join(self.target.base, *self.target.parts)).st_mtime
+        return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False).st_mtime
 
 
 def refuse_catch_all(pattern: str) -> None:
@@ -124,7 +136,7 @@ def walk(store: WorkspaceStore, policy: PathPolicy, dir_rel: str, stop: Stop, *,
         if kind != "directory":
             raise ToolCallError("workspace.path_not_found", f"`{loc.shown}` is a file, not a folder. Pass its folder "
                                 "as dir.")
-        yield from _walk(store, policy, dir_rel, "", loc, 1, stop, recursive, top=True)
+        yield from _walk(store, policy, dir_rel, "", loc, stop, recursive, top=True)
         return
     for root in policy.visible_roots:
         try:
@@ -132,53 +144,45 @@ def walk(store: WorkspaceStore, policy: PathPolicy, dir_rel: str, stop: Stop, *,
         except ToolCallError:
             continue
         if store.kind(loc) == "directory":
-            yield from _walk(store, policy, root, root, loc, 1, stop, recursive)
+            yield from _walk(store, policy, root, root, loc, stop, recursive)
 
 
-def _walk(store: WorkspaceStore, policy: PathPolicy, dir_rel: str, below: str, loc: Location, depth: int,
-          stop: Stop, recursive: bool, top: bool = False) -> Iterator[Found]:
-    try:
-        dfd = fs.open_dir(loc.base, loc.parts)
-    except OSError as exc:
-        error = os_error(loc, exc, folder=True)
-        if top or not isinstance(error, ToolCallError):
-            raise error from None
-        return
-    try:
-        for entry in fs.scan(dfd, sizes=False):
-            stop.check()
-            if entry.name in EXCLUDED_NAMES:
-                continue
-            rel = f"{dir_rel}/{entry.name}"
-            sub = f"{below}/{entry.name}" if below else entry.name
-            if entry.kind == "file":
-                yield Found(rel, sub, _reader(dfd, entry.name), _mtime(dfd, entry.name))
-            elif entry.kind == "directory" and recursive and depth < MAX_WALK_DEPTH:
-                child = Location(rel, loc.base, (*loc.parts, entry.name), loc.mounted)
-                yield from _walk(store, policy, rel, sub, child, depth + 1, stop, recursive)
-            elif entry.kind == "symlink":
-                try:
-                    target = store.locate(policy, rel)
-                    if store.kind(target) != "file":
-                        continue
-                except ToolCallError:
+def _walk(store: WorkspaceStore, policy: PathPolicy, dir_rel: str, below: str, loc: Location, stop: Stop,
+          recursive: bool, top: bool = False) -> Iterator[Found]:
+    """Depth-first with a stack (no generator per folder): a folder's files, then its subfolders by name."""
+    stack: list[tuple[str, str, Location, int]] = [(dir_rel, below, loc, 1)]
+    while stack:
+        dir_rel, below, loc, depth = stack.pop()
+        try:
+            dfd = fs.open_dir(loc.base, loc.parts)
+        except OSError as exc:
+            error = os_error(loc, exc, folder=True)
+            if (top and depth == 1) or not isinstance(error, ToolCallError):
+                raise error from None
+            continue  # a subfolder removed or made unreadable meanwhile
+        subdirs: list[tuple[str, str, Location, int]] = []
+        try:
+            for entry in fs.scan(dfd, sizes=False):
+                stop.check()
+                name = entry.name
+                if name in EXCLUDED_NAMES:
                     continue
-                yield Found(rel, sub, _located_reader(target), _located_mtime(target))
-    finally:
-        os.close(dfd)
-
-
-def _reader(dfd: int, name: str) -> Callable[[int], bytes]:
-    return lambda limit: fs.read_at(dfd, name, limit)
-
-
-def _mtime(dfd: int, name: str) -> Callable[[], float]:
-    return lambda: os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mtime
-
-
-def _located_reader(loc: Location) -> Callable[[int], bytes]:
-    return lambda limit: fs.read_bytes(loc.base, loc.parts, limit)
-
-
-def _located_mtime(loc: Location) -> Callable[[], float]:
-    return lambda: os.stat(os.path.join(loc.base, *loc.parts)).st_mtime
+                rel = f"{dir_rel}/{name}"
+                sub = f"{below}/{name}" if below else name
+                kind = entry.kind
+                if kind == "file":
+                    yield Found(rel, sub, dfd, name)
+                elif kind == "directory":
+                    if recursive and depth < MAX_WALK_DEPTH:
+                        subdirs.append((rel, sub, Location(rel, loc.base, (*loc.parts, name), loc.mounted), depth + 1))
+                elif kind == "symlink":
+                    try:
+                        target = store.locate(policy, rel)
+                        if store.kind(target) != "file":
+                            continue
+                    except ToolCallError:
+                        continue
+                    yield Found(rel, sub, dfd, name, target)
+        finally:
+            os.close(dfd)
+        stack.extend(reversed(subdirs))
