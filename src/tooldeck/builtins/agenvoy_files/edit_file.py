@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from tooldeck.builtins.agenvoy_files import patching, task
+from tooldeck.builtins.agenvoy_files import descriptors, patching, task
 from tooldeck.builtins.agenvoy_files.common import (
     FIELD_REQUIRED,
     MAX_TEXT_BYTES,
@@ -24,7 +24,6 @@ from tooldeck.builtins.agenvoy_files.common import (
 )
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolEffect, ToolOutput
@@ -36,7 +35,7 @@ from tooldeck.workspace.readstate import ReadState
 from tooldeck.workspace.store import CasConflict, Location, WorkspaceStore, decode, sha256
 
 TOOL_ID = ToolId.builtin("edit_file")
-MODES: Final = ("write", "patch")
+MODES: Final = descriptors.EDIT_MODES
 EDGE_CHARS: Final = 128
 
 
@@ -181,41 +180,6 @@ def _check_seen(loc: Location, state: ReadState, targets: list[dict[str, Any]]) 
                                 + "; read the file with read_files, then patch again")
 
 
-TARGET = {
-    "type": "object",
-    "properties": {
-        "old_string": {"type": "string", "description": "Exact text to replace (copied without row numbers)."},
-        "new_string": {"type": "string", "description": "Its replacement; \"\" deletes it (a whole row goes with "
-                                                        "its newline)."},
-        "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
-        "insert_string": {"type": "string", "description": "Text to insert before `row` (with row)."},
-        "row": {"type": "integer", "minimum": 1, "description": "The row old_string starts on (to pick one of "
-                                                                "several), or the row insert_string goes before."},
-    },
-    "additionalProperties": False,
-}
 
-DESCRIPTOR = ToolDescriptor(
-    id=TOOL_ID,
-    title="Write or patch a workspace file",
-    description="Write a whole file (mode=write, `content`) or patch it (mode=patch, `targets`); mode is inferred "
-    "from which one you pass. An existing file must have been read with read_files in this run and be unchanged "
-    "since. Patch targets are {old_string, new_string, replace_all?, row?} or {insert_string, row}, all matched "
-    "against the file before the edit; if any target fails nothing changes, and a missing anchor's error quotes "
-    "the rows that resemble it. An edit that would empty the file is refused (use remove_file). A bare file name "
-    "goes into output/. Writable folders: output/, scratch/, plan/, summaries/, persist/.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "mode": {"type": "string", "description": "write | patch (inferred when omitted)."},
-            "path": {"type": "string", "description": "Workspace path, e.g. `output/report.md`."},
-            "content": {"type": "string", "description": "write: the whole new content."},
-            "targets": {"type": "array", "items": TARGET, "minItems": 1, "maxItems": 100},
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(mutating=True),
-)
-
+DESCRIPTOR = descriptors.EDIT_FILE
 TOOLS = [BuiltinTool(DESCRIPTOR, edit_file, blocking=True)]

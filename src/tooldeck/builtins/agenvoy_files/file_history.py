@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tooldeck.builtins.agenvoy_files import task
+from tooldeck.builtins.agenvoy_files import descriptors, task
 from tooldeck.builtins.agenvoy_files.common import (
     TIME_INVALID,
     batch_json,
@@ -26,7 +26,6 @@ from tooldeck.builtins.agenvoy_files.common import (
 )
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
@@ -34,8 +33,8 @@ from tooldeck.workspace.names import shown
 from tooldeck.workspace.store import WorkspaceStore
 
 TOOL_ID = ToolId.builtin("file_history")
-MODES: Final = ("list", "read")
-MAX_LIMIT: Final = 24
+MODES: Final = descriptors.HISTORY_MODES
+MAX_LIMIT: Final = descriptors.MAX_LIMIT
 MAX_DIFF_BYTES: Final = 1024 * 1024
 MAX_DIFF_LINES: Final = 2000
 _TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?$")
@@ -200,28 +199,6 @@ def _diff(store: WorkspaceStore, loc: Any) -> str:
     return text.rstrip("\n")
 
 
-DESCRIPTOR = ToolDescriptor(
-    id=TOOL_ID,
-    title="File history",
-    description="The recorded history of workspace files: every write keeps the previous content as a numbered "
-    "version, and removed files stay in the trash. mode=list (default) lists versions and removals newest first, "
-    "for `path`, for the files this run changed (task_id=\"current\"), or for every file, within `from`/`to` "
-    "(YYYY-MM-DD[ HH:MM[:SS]], UTC), at most `limit` (24). mode=read (inferred from `paths`) shows, per path, a "
-    "unified diff from its newest recorded version to the file on disk. restore_file puts a version back.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "mode": {"type": "string", "description": "list | read (read when paths is given)."},
-            "path": {"type": "string", "description": "One workspace file."},
-            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50},
-            "task_id": {"type": "string", "description": "\"current\": the files this run changed."},
-            "from": {"type": "string", "description": "list: earliest time, YYYY-MM-DD[ HH:MM[:SS]] (UTC)."},
-            "to": {"type": "string", "description": "list: latest time, YYYY-MM-DD[ HH:MM[:SS]] (UTC)."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-        },
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(read_only=True, concurrency_safe=True),
-)
 
+DESCRIPTOR = descriptors.FILE_HISTORY
 TOOLS = [BuiltinTool(DESCRIPTOR, file_history, blocking=True)]

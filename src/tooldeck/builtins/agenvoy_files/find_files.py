@@ -13,12 +13,11 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tooldeck.builtins.agenvoy_files import walk
+from tooldeck.builtins.agenvoy_files import descriptors, walk
 from tooldeck.builtins.agenvoy_files.common import batch_json, choose_mode, item_error, unique_key, workspace
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.builtins.workspace_files import search_seconds
 from tooldeck.catalog.sources import CallContext
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
@@ -28,12 +27,12 @@ from tooldeck.workspace.paths import parse_dir
 from tooldeck.workspace.search import MAX_SEARCH_FILE_BYTES, MAX_SEARCH_FILES
 
 TOOL_ID = ToolId.builtin("find_files")
-MODES: Final = ("list", "glob", "search")
-PAGE: Final = 256
+MODES: Final = descriptors.FIND_MODES
+PAGE: Final = descriptors.PAGE
 MAX_LIST_ENTRIES: Final = 1000
 MAX_GLOB_FILES: Final = 50_000
 FIRST_ROWS: Final = 5
-MAX_CONTEXT: Final = 10
+MAX_CONTEXT: Final = descriptors.MAX_CONTEXT
 LINE_CHARS: Final = 300
 
 
@@ -328,49 +327,6 @@ def _files_page(hits: _Hits, offset: int, limit: int) -> tuple[str, dict[str, An
                               "files": files}
 
 
-QUERY = {
-    "type": "object",
-    "properties": {
-        "dir": {"type": "string", "description": "Folder to look in, workspace-relative (default `.`: every "
-                                                 "visible folder)."},
-        "pattern": {"type": "string", "description": "glob: a file glob (`**/*.md`, `*.{py,txt}`; without `/` it "
-                                                     "matches names at any depth). search: an RE2 regular "
-                                                     "expression matched against each line."},
-        "file_pattern": {"type": "string", "description": "search: the files to look in, a glob (default `**/*`)."},
-        "recursive": {"type": "boolean", "description": "list: also list subfolders (default false)."},
-    },
-    "additionalProperties": False,
-}
 
-DESCRIPTOR = ToolDescriptor(
-    id=TOOL_ID,
-    title="Find workspace files",
-    description="List folders, find files by glob, or search file contents, several queries at once. mode: list | "
-    "glob | search; when omitted, a query with pattern and file_pattern searches, one with pattern globs, else it "
-    "lists. list answers {dir: [entries]} (folders end with `/`); glob answers paths, newest first; search answers "
-    "`path:row: line` (output=content, with `context` rows around) or the files with their match counts "
-    "(output=files). Results come in pages of at most 256 (`offset`, `limit`). Skips .git, node_modules, vendor, "
-    "dist, build and editor folders. A glob of only `*`, `/`, `.`, `?` is refused: it narrows nothing. Paths are "
-    "workspace-relative (writable: output/, scratch/, plan/, summaries/, persist/; read-only: tool-results/, "
-    "skills/).",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "mode": {"type": "string", "description": "list | glob | search (inferred when "
-                                                                            "omitted)."},
-            "queries": {"type": "array", "items": QUERY, "minItems": 1, "maxItems": 20},
-            "output": {"type": "string", "enum": ["content", "files"], "description": "search: matching lines "
-                                                                                     "(default) or files."},
-            "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT,
-                        "description": "search, output=content: rows shown before and after each match."},
-            "offset": {"type": "integer", "minimum": 0, "description": "glob/search: results to skip (paging)."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": PAGE, "description": "glob/search: results per "
-                                                                                        "page (default 256)."},
-        },
-        "required": ["queries"],
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(read_only=True, concurrency_safe=True, idempotent=True),
-)
-
+DESCRIPTOR = descriptors.FIND_FILES
 TOOLS = [BuiltinTool(DESCRIPTOR, find_files)]

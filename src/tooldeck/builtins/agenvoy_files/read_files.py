@@ -15,11 +15,10 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tooldeck.builtins.agenvoy_files import documents
+from tooldeck.builtins.agenvoy_files import descriptors, documents
 from tooldeck.builtins.agenvoy_files.common import MAX_TEXT_BYTES, batch_json, item_error, unique_key, workspace
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
@@ -29,7 +28,7 @@ from tooldeck.workspace.store import Location, WorkspaceStore, sha256
 
 TOOL_ID = ToolId.builtin("read_files")
 DEFAULT_ROWS: Final = 2048
-MAX_FILES: Final = 50
+MAX_FILES: Final = descriptors.MAX_FILES
 
 
 class _ItemError(Exception):
@@ -158,37 +157,6 @@ def _relay_images(ctx: CallContext, text: str, images: _Images) -> None:
     sink[ctx.call_id] = types.CallToolResult(content=blocks, is_error=False)
 
 
-FILE_ITEM = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "Workspace path, e.g. `output/main.md`."},
-        "offset": {"type": "integer", "minimum": 1, "description": "First row (text, CSV), page (PDF) to show, "
-                                                                   "1-based."},
-        "limit": {"type": "integer", "minimum": 1, "description": "How many rows or pages (default: 2,048 rows, "
-                                                                  "every page)."},
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
 
-DESCRIPTOR = ToolDescriptor(
-    id=TOOL_ID,
-    title="Read workspace files",
-    description="Read several files at once; answers a JSON object {path: content} where a file that cannot be read "
-    "has \"error: …\" instead (the others still come back). Text (up to 1 MB) comes as numbered rows (number, tab, "
-    "text; the number is not part of the file), 2,048 rows at a time: `offset` is the first row, and a cut file "
-    "says which offset comes next. PDF comes as `--- page i/N ---` chunks (offset/limit in pages), DOCX as its "
-    "text, CSV/TSV one row a line as a JSON array, images (PNG, JPEG, GIF, WebP up to 10 MB) as image content "
-    "for clients that take images. Read a file before edit_file overwrites or patches it. Paths are "
-    "workspace-relative (writable: output/, scratch/, plan/, summaries/, persist/; read-only: tool-results/, "
-    "skills/).",
-    input_schema={
-        "type": "object",
-        "properties": {"files": {"type": "array", "items": FILE_ITEM, "minItems": 1, "maxItems": MAX_FILES}},
-        "required": ["files"],
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(read_only=True, concurrency_safe=True, idempotent=True),
-)
-
+DESCRIPTOR = descriptors.READ_FILES
 TOOLS = [BuiltinTool(DESCRIPTOR, read_files, blocking=True)]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tooldeck.builtins.agenvoy_files import task
+from tooldeck.builtins.agenvoy_files import descriptors, task
 from tooldeck.builtins.agenvoy_files.common import workspace
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolEffect, ToolOutput
 from tooldeck.workspace import effects
@@ -28,19 +27,6 @@ def remove_file(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
                       resource_refs=[loc.shown], effects=[effect])
 
 
-DESCRIPTOR = ToolDescriptor(
-    id=TOOL_ID,
-    title="Remove a workspace file",
-    description="Remove one file by moving it to the workspace trash; restore_file brings it back, file_history "
-    "lists what was removed. Only files in the writable folders (output/, scratch/, plan/, summaries/, persist/).",
-    input_schema={
-        "type": "object",
-        "properties": {"path": {"type": "string", "description": "Workspace path of the file, e.g. "
-                                                                 "`output/old.md`."}},
-        "required": ["path"],
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(mutating=True),
-)
 
+DESCRIPTOR = descriptors.REMOVE_FILE
 TOOLS = [BuiltinTool(DESCRIPTOR, remove_file, blocking=True)]

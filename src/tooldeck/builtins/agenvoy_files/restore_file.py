@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tooldeck.builtins.agenvoy_files import task
+from tooldeck.builtins.agenvoy_files import descriptors, task
 from tooldeck.builtins.agenvoy_files.common import FIELD_REQUIRED, workspace
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolEffect, ToolOutput
@@ -143,23 +142,6 @@ def _undo(store: WorkspaceStore, loc: Location, first: task.First) -> str:
     return f"back to its content before this run (version {version})"
 
 
-DESCRIPTOR = ToolDescriptor(
-    id=TOOL_ID,
-    title="Restore a workspace file",
-    description="Bring back a file removed with remove_file (path alone), put a recorded version back (path and "
-    "version; file_history lists the versions; the content it replaces is kept as a new version), or undo every "
-    "change this run made with edit_file and remove_file (task_id=\"current\"). Read a restored file before "
-    "editing it.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Workspace path of the file."},
-            "version": {"type": "integer", "minimum": 1, "description": "The version number to put back."},
-            "task_id": {"type": "string", "description": "\"current\": restore every file this run changed."},
-        },
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(mutating=True),
-)
 
+DESCRIPTOR = descriptors.RESTORE_FILE
 TOOLS = [BuiltinTool(DESCRIPTOR, restore_file, blocking=True)]

@@ -21,10 +21,9 @@ import contextlib
 import os
 import shlex
 import signal
-from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Final
 
+from tooldeck.builtins.agenvoy_files import descriptors
 from tooldeck.builtins.agenvoy_files.common import (
     COMMAND_REFUSED,
     COMMAND_TIMEOUT,
@@ -34,7 +33,6 @@ from tooldeck.builtins.agenvoy_files.common import (
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.builtins.shell import limits_for
 from tooldeck.catalog.sources import CallContext
-from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
@@ -47,11 +45,6 @@ MAX_OUTPUT_BYTES: Final = 128 * 1024
 KILL_GRACE_S: Final = 1.0
 HOST_ENV_KEYS: Final = ("PATH", "HOME", "LANG")
 SHELLS: Final = frozenset(("sh", "bash"))
-
-
-def needs_confirmation(args: Mapping[str, Any]) -> bool:
-    """A host command (`sandbox: false`) is `ask` unless the Profile's permissions name the tool."""
-    return args.get("sandbox") is False
 
 
 async def run_command(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
@@ -238,44 +231,6 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     await proc.wait()
 
 
-DESCRIPTOR = ToolDescriptor(
-    id=TOOL_ID,
-    title="Run a command",
-    description="Run a command in the sandbox over the workspace and get its output (stdout and stderr together). "
-    "argv is the command and its arguments, argv[0] a bare command name; for pipes, redirects or globs use "
-    "[\"sh\", \"-c\", \"…\"]; [\"cd\", \"<folder>\"] changes the folder later commands start in. A non-zero "
-    "exit is reported as `Error: exit status N` after the output. The sandbox is bash with coreutils-style "
-    "commands, jq, python3 (a subset) and node over the workspace folders only: no host programs, files, "
-    "environment or network; output is capped at 128 KiB and each command has a time limit.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 1000,
-                     "description": "The command and its arguments, e.g. [\"ls\", \"-la\", \"output\"]."},
-            "sandbox": {"type": "boolean", "description": "Default true. false runs on the host, only where the host "
-                                                          "allows it, and asks the user first."},
-            "network": {"type": "boolean", "description": "The sandbox has no network; true is refused there."},
-            "write_paths": {"type": "array", "items": {"type": "string"}, "maxItems": 50,
-                            "description": "Workspace paths the command writes (must be in the writable folders)."},
-        },
-        "required": ["argv"],
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(mutating=True),
-    confirm_when=needs_confirmation,
-)
 
-
-def for_profile(descriptor: ToolDescriptor, profile: Any) -> ToolDescriptor:
-    """Without host commands, `sandbox: false` is refused by the tool (not asked about), and the schema says so."""
-    if profile.host_commands:
-        return descriptor
-    schema = dict(descriptor.input_schema)
-    props = dict(schema["properties"])
-    props["sandbox"] = {"type": "boolean", "description": "Leave it out: this host runs commands only in the "
-                                                          "sandbox (false is refused)."}
-    schema["properties"] = props
-    return replace(descriptor, input_schema=schema, confirm_when=None)
-
-
-TOOLS = [BuiltinTool(replace(DESCRIPTOR, materialize=for_profile), run_command)]
+DESCRIPTOR = descriptors.RUN_COMMAND
+TOOLS = [BuiltinTool(DESCRIPTOR, run_command)]
