@@ -170,3 +170,15 @@ def test_any_arguments_get_an_answer_or_a_recoverable_error(s: Session, data: st
     if result.is_error:
         assert result.error_code != "tool.execution_failed", result.content
         assert re.fullmatch(r"(files|workspace|tool)\.[a-z_]+", result.error_code or "")
+
+
+@FAST
+@given(st.lists(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=12),
+                min_size=1, max_size=6).filter(lambda a: a[0].strip() and a[0] not in ("sh", "bash")))
+def test_run_command_quotes_every_word_so_the_shell_sees_the_same_argv(argv: list[str]) -> None:
+    """Outside `sh -c`, no word is interpreted: the bash text splits back into exactly the argv."""
+    import shlex
+
+    from tooldeck.builtins.agenvoy_files.run_command import script_of
+
+    assert shlex.split(script_of(argv)) == argv
