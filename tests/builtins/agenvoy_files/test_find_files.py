@@ -4,6 +4,7 @@ catch-all glob, paging, and Agenvoy's error texts."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -104,3 +105,36 @@ def test_mode_errors_in_agenvoys_words(s: Session) -> None:
     assert r.error_code == "workspace.grep_pattern_invalid"
     r = s.call("find_files", {"queries": [{"pattern": "[z-a]"}]})
     assert r.error_code == "files.glob_invalid"
+
+
+def test_a_listing_stops_at_its_entry_cap(make_runtime: MakeRuntime) -> None:
+    s = session(make_runtime)
+    for i in range(1005):
+        s.write(f"scratch/many/f{i:04d}.txt", "")
+    got = s.batch("find_files", {"queries": [{"dir": "scratch/many"}]})["scratch/many"]
+    assert len(got) == 1001 and got[999] == "f0999.txt"
+    assert got[-1] == "… listing stopped at 1000 entries; list a subfolder to see the rest"
+
+
+def test_a_search_past_its_time_limit_answers_what_it_found_and_stops_working(make_runtime: MakeRuntime,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`\\A` makes RE2 go line by line (about 3 µs a line): 2 million rows take seconds, the limit is 1 s. After
+    the answer, the walk and the matcher make no more `Stop.check` calls: the work itself stopped."""
+    from tooldeck.workspace import grep
+
+    s = session(make_runtime, tool_timeouts={"builtin:find_files": 2.0})
+    s.write("scratch/slow.txt", "a\n" * 2_000_000)
+    s.write("scratch/hit.txt", "b\n")
+    checks: list[float] = []
+    original = grep.Stop.check
+
+    def counted(self: grep.Stop) -> None:
+        checks.append(time.monotonic())
+        original(self)
+
+    monkeypatch.setattr(grep.Stop, "check", counted)
+    r = s.ok("find_files", {"mode": "search", "queries": [{"dir": "scratch", "pattern": "\\Ab"}]})
+    returned = time.monotonic()
+    assert "note: stopped at the time limit (1 s) before every file was seen" in r.content
+    time.sleep(1.0)
+    assert checks and not [t for t in checks if t > returned]

@@ -170,6 +170,7 @@ def test_any_arguments_get_an_answer_or_a_recoverable_error(s: Session, data: st
     if result.is_error:
         assert result.error_code != "tool.execution_failed", result.content
         assert re.fullmatch(r"(files|workspace|tool)\.[a-z_]+", result.error_code or "")
+        assert not re.search(r"`workspace_(list|search|read|write|apply|remove|restore)_?[a-z]*`", result.content)
 
 
 @FAST

@@ -170,3 +170,21 @@ def test_a_sandboxed_command_past_its_time_limit_is_an_error(make_runtime: MakeR
     r = s.call("run_command", {"argv": ["sh", "-c", "while true; do echo t >> output/tick; done"]})
     assert r.error_code == "files.command_timeout" and "timed out after 1 s" in r.content
     assert _stops_changing(s.root / "output/tick")
+
+
+def test_rm_moves_files_to_the_trash(s: Session) -> None:
+    s.write("output/a.md", "a\n")
+    s.write("output/b.md", "b\n")
+    s.ok("run_command", {"argv": ["cd", "output"]})
+    r = s.ok("run_command", {"argv": ["rm", "a.md", "/output/b.md", "missing.md"]})
+    assert r.content.splitlines() == [
+        "removed: output/a.md (to the workspace trash; restore_file brings it back)",
+        "removed: output/b.md (to the workspace trash; restore_file brings it back)",
+        "rm: missing.md: `output/missing.md` does not exist (or was removed meanwhile). List its folder with "
+        "`find_files` (mode=list) to see what is there.",  # the engine's words, in this family's tool names
+        "Error: exit status 1"]
+    assert not (s.root / "output/a.md").exists()
+    s.ok("restore_file", {"path": "output/a.md"})
+    assert (s.root / "output/a.md").read_text() == "a\n"
+    assert s.ok("run_command", {"argv": ["rm", "-f", "nothing.md"]}).content == ""
+    assert s.ok("run_command", {"argv": ["cd", "~/output"]}).content == "Changed working directory to: /output"

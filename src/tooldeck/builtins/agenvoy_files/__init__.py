@@ -8,9 +8,11 @@ own module is imported on its first call, so a runtime that never calls them nev
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from tooldeck.builtins.registry import BuiltinTool, Handler
+from tooldeck.core.errors import ToolCallError
 
 _BLOCKING = frozenset(("read_files", "edit_file", "remove_file", "restore_file", "file_history"))
 """Sync handlers that do file I/O (a worker thread); find_files and run_command are async."""
@@ -33,7 +35,24 @@ def _on_first_call(name: str) -> Handler:
     def handler(args: dict[str, Any], ctx: Any) -> Any:
         if not real:
             real.append(getattr(importlib.import_module(f"tooldeck.builtins.agenvoy_files.{name}"), name))
-        return real[0](args, ctx)
+        try:
+            out = real[0](args, ctx)
+        except ToolCallError as exc:
+            raise _translated(exc) from None
+        return _translating(out) if inspect.iscoroutine(out) else out
 
     handler.__name__ = handler.__qualname__ = name
     return handler
+
+
+async def _translating(coro: Any) -> Any:
+    try:
+        return await coro
+    except ToolCallError as exc:
+        raise _translated(exc) from None
+
+
+def _translated(exc: ToolCallError) -> ToolCallError:
+    from tooldeck.builtins.agenvoy_files.common import translated
+
+    return translated(exc)

@@ -65,9 +65,41 @@ def require(value: Any, field: str, mode: str) -> Any:
     return value
 
 
+_TOOL_NAMES: Final = (
+    ("`workspace_list_files`", "`find_files` (mode=list)"),
+    ("`workspace_search_files`", "`find_files` (mode=search)"),
+    ("`workspace_read_file`", "`read_files`"),
+    ("`workspace_write_file`", "`edit_file` (mode=write)"),
+    ("`workspace_apply_patch`", "`edit_file` (mode=patch)"),
+    ("`workspace_remove_file`", "`remove_file`"),
+    ("`workspace_restore_file`", "`restore_file`"),
+    ("in the shell", "with `run_command`"),
+    ("Use the shell", "Use `run_command`"),
+    ("use the shell", "use `run_command`"),
+    ("with the shell", "with `run_command`"),
+)
+"""The engine's messages name the TauriTavern tools; this family's models have these instead."""
+
+
+def in_family_words(message: str) -> str:
+    if "workspace_" not in message and "shell" not in message:
+        return message
+    for old, new in _TOOL_NAMES:
+        message = message.replace(old, new)
+    return message
+
+
+def translated(exc: ToolCallError) -> ToolCallError:
+    """The engine's error with the family's tool names (the same code)."""
+    text = in_family_words(exc.message)
+    if text == exc.message:
+        return exc
+    return ToolCallError(exc.code, text, exc.structured)
+
+
 def item_error(exc: ToolCallError) -> str:
     """A failed item of a batch: Agenvoy's `"error: …"` string."""
-    return f"error: {exc.message}"
+    return f"error: {in_family_words(exc.message)}"
 
 
 def batch_json(answer: Mapping[str, Any]) -> str:

@@ -28,6 +28,7 @@ from tooldeck.builtins.agenvoy_files.common import (
     COMMAND_REFUSED,
     COMMAND_TIMEOUT,
     HOST_COMMANDS_OFF,
+    in_family_words,
     workspace,
 )
 from tooldeck.builtins.registry import BuiltinTool
@@ -59,6 +60,8 @@ async def run_command(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     store, policy = workspace(ctx)
     if argv[0] == "cd":
         return _cd(argv, ctx, store, policy)
+    if argv[0] == "rm" and not host:
+        return _rm(argv, ctx, store, policy)
     _check_write_paths(args.get("write_paths") or [], policy)
     if args.get("network") and not host:
         raise ToolCallError(COMMAND_REFUSED, "network: true is not available: the sandbox has no network "
@@ -96,8 +99,10 @@ def _cd(argv: list[str], ctx: CallContext, store: Any, policy: PathPolicy) -> To
     if target in ("~", "/", ""):
         rel = ""
     else:
-        joined = target.lstrip("/") if target.startswith("/") else (f"{current}/{target}" if current else target)
-        joined = joined[2:] if joined.startswith("~/") else joined
+        if target.startswith(("/", "~/")):
+            joined = target[1:].lstrip("/")  # from the workspace root
+        else:
+            joined = f"{current}/{target}" if current else target
         rel = parse_dir(_normalize(joined))
     if rel:
         loc = store.locate(policy, rel)
@@ -105,6 +110,39 @@ def _cd(argv: list[str], ctx: CallContext, store: Any, policy: PathPolicy) -> To
             raise ToolCallError("workspace.path_not_found", f"cd: {shown(rel)} is not a folder of the workspace")
     ctx.run.state[CWD_KEY] = rel
     return ToolOutput(f"Changed working directory to: /{shown(rel)}", {"cwd": "/" + shown(rel)})
+
+
+def _rm(argv: list[str], ctx: CallContext, store: Any, policy: PathPolicy) -> ToolOutput:
+    """Agenvoy's `rm`: each file goes to the workspace trash (restorable with restore_file), not away."""
+    from tooldeck.builtins.agenvoy_files import task
+    from tooldeck.core.results import ToolEffect
+    from tooldeck.workspace import effects
+
+    force = any(a.startswith("-") and "f" in a for a in argv[1:] if a != "--")
+    names = [a for a in argv[1:] if not a.startswith("-")]
+    if not names:
+        raise ToolCallError(COMMAND_REFUSED, "rm: name the files to remove")
+    current = ctx.run.state.get(CWD_KEY, "")
+    lines: list[str] = []
+    removed: list[ToolEffect] = []
+    failed = False
+    for name in names:
+        rel = name.lstrip("/") if name.startswith("/") else (f"{current}/{name}" if current else name)
+        try:
+            loc = store.locate(policy, _normalize(rel), write=True)
+            entry = store.remove(loc)
+        except ToolCallError as exc:
+            if not (force and exc.code == "workspace.file_not_found"):
+                lines.append(f"rm: {name}: {in_family_words(exc.message)}")
+                failed = True
+            continue
+        task.touched(ctx).note_removed(loc.real_rel)
+        removed.append(ToolEffect(effects.FILE_REMOVED, {"path": loc.shown, "sha256": entry.sha256,
+                                                         "size": entry.size}))
+        lines.append(f"removed: {loc.shown} (to the workspace trash; restore_file brings it back)")
+    text = "\n".join(lines) + ("\nError: exit status 1" if failed else "")
+    return ToolOutput(text, {"exit_code": 1 if failed else 0, "sandbox": True, "removed": len(removed)},
+                      effects=removed)
 
 
 def _normalize(path: str) -> str:
