@@ -23,6 +23,8 @@ _INT_SHOWN = 10**18
 TOOL_RESULTS_ROOT = "tool-results"
 READ_TOOL_ID = "builtin:workspace.read_file"
 SEARCH_TOOL_ID = "builtin:workspace.search_files"
+FILES_READ_TOOL_ID = "builtin:read_files"
+FILES_SEARCH_TOOL_ID = "builtin:find_files"
 
 
 def call_stem(call_id: str) -> str:
@@ -56,19 +58,31 @@ def dump_json(value: Any) -> bytes:
 class Guidance:
     read_name: str | None
     search_name: str | None
+    files_read_name: str | None = None
+    """Agenvoy's `read_files`, named when the snapshot has no `workspace_read_file` (builtins = "agenvoy")."""
+    files_search_name: str | None = None
+    """Agenvoy's `find_files`, named when the snapshot has no `workspace_search_files`."""
 
     @classmethod
     def for_snapshot(cls, snapshot: Snapshot) -> Guidance:
         names = {b.tool_id: b.call_name for b in snapshot.bindings}
-        return cls(names.get(READ_TOOL_ID), names.get(SEARCH_TOOL_ID))
+        read, search = names.get(READ_TOOL_ID), names.get(SEARCH_TOOL_ID)
+        return cls(read, search, None if read else names.get(FILES_READ_TOOL_ID),
+                   None if search else names.get(FILES_SEARCH_TOOL_ID))
 
     def lines(self) -> list[str]:
         out = []
         if self.read_name:
             out.append(f"Use `{self.read_name}` with this path to read the full result. If the reader returns "
                        "another preview, continue from the next line it indicates.")
+        elif self.files_read_name:
+            out.append(f"Use `{self.files_read_name}` with files=[{{\"path\": <this path>}}] to read the full result; "
+                       "a cut file says which offset to read next.")
         if self.search_name:
             out.append(f"Use `{self.search_name}` on the same path to find specific text.")
+        elif self.files_search_name:
+            out.append(f"Use `{self.files_search_name}` with mode=search, dir the path's folder and file_pattern "
+                       "its file name to find specific text.")
         return out
 
 

@@ -33,4 +33,12 @@ def default_builtins() -> list[BuiltinTool]:
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
             *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
-            *media.TOOLS, *chatbots.TOOLS, *schedules.TOOLS]
+            *media.TOOLS, *chatbots.TOOLS, *schedules.TOOLS, *_agenvoy_files()]
+
+
+def _agenvoy_files() -> list[BuiltinTool]:
+    # Agenvoy's file family (issue 17 item 1); in the catalog beside the workspace_* tools, offered per
+    # the Profile's `builtins` key.
+    from tooldeck.builtins import agenvoy_files
+
+    return agenvoy_files.tools()

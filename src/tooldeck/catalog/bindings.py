@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from tooldeck.catalog.catalog import Catalog
-from tooldeck.catalog.profile import Profile, is_pattern, matches
+from tooldeck.catalog.profile import Profile, excluded_by_family, is_pattern, matches
 from tooldeck.catalog.sources import Diagnostic
 from tooldeck.core.descriptors import AvailabilityContext, ToolDescriptor, Verdict
 from tooldeck.core.errors import ProfileError
@@ -74,6 +74,10 @@ def select(catalog_tools: dict[str, ToolDescriptor], profile: Profile,
             hits = [tid for tid in catalog_tools if matches(entry, tid)]
         elif entry in catalog_tools:
             hits = [entry]
+            if excluded_by_family(profile.builtins, entry):
+                diagnostics.append(Diagnostic("tool.family_excluded", f"{entry} is left out: builtins = "
+                                              f"\"{profile.builtins}\" offers the other file-tool family; set "
+                                              "builtins = \"both\" to offer it.", entry))
         else:
             diagnostics.append(Diagnostic("tool.not_in_catalog", f"{entry} is not available; the invocation "
                                           "will use the remaining tools.", entry))

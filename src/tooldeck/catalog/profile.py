@@ -34,6 +34,35 @@ DEFAULT_BUILTINS: tuple[str, ...] = (
 DEFAULT_ALLOW: tuple[str, ...] = (*DEFAULT_BUILTINS, "extension/*", "script/*", "mcp/*")
 
 
+# -- builtin families (issue 17 item 1) ---------------------------------------------------------------
+BuiltinFamily = Literal["tauritavern", "agenvoy", "both"]
+TAURITAVERN_FILE_TOOLS: tuple[str, ...] = tuple(t for t in DEFAULT_BUILTINS if t.startswith(
+    ("builtin:workspace.list_", "builtin:workspace.search_", "builtin:workspace.read_", "builtin:workspace.write_",
+     "builtin:workspace.apply_", "builtin:workspace.remove_", "builtin:workspace.restore_", "builtin:workspace.shell")))
+"""The `workspace_*` file tools and the shell: the TauriTavern form of the workspace engine."""
+AGENVOY_FILE_TOOLS: tuple[str, ...] = (
+    "builtin:find_files", "builtin:read_files", "builtin:edit_file", "builtin:remove_file",
+    "builtin:restore_file", "builtin:file_history", "builtin:run_command",
+)
+"""The same engine in Agenvoy's form (builtins/agenvoy_files/)."""
+
+
+def family_allow(family: str) -> list[str]:
+    """The default `allow` list of a family: its file tools, then the builtins both families share."""
+    shared = [t for t in DEFAULT_BUILTINS if t not in TAURITAVERN_FILE_TOOLS]
+    files = {"tauritavern": TAURITAVERN_FILE_TOOLS, "agenvoy": AGENVOY_FILE_TOOLS,
+             "both": TAURITAVERN_FILE_TOOLS + AGENVOY_FILE_TOOLS}[family]
+    return [*files, *shared, "extension/*", "script/*", "mcp/*"]
+
+
+def excluded_by_family(family: str, tool_id: str) -> bool:
+    """Whether the Profile's family leaves this tool out of the catalog (whatever `allow` says)."""
+    if family == "both":
+        return False
+    other = AGENVOY_FILE_TOOLS if family == "tauritavern" else TAURITAVERN_FILE_TOOLS
+    return tool_id in other
+
+
 def is_pattern(entry: str) -> bool:
     return any(c in entry for c in "*?[")
 
@@ -155,6 +184,18 @@ class Profile(Config):
     workspace: WorkspaceRoots = Field(default_factory=WorkspaceRoots)
     requires: dict[str, Any] = Field(default_factory=dict)
     """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""
+    # -- builtin families (issue 17 item 1, docs/workspace.md "Agenvoy's file family") --
+    builtins: BuiltinFamily = "tauritavern"
+    """Which file-tool family is in the catalog: TauriTavern's `workspace_*`, Agenvoy's `find_files` …, or both."""
+    host_commands: bool = False
+    """Whether `run_command` may run a command on the host (`sandbox: false`); each such call is `ask`."""
+
+    @classmethod
+    def prepare(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """Without an explicit `allow`, the default list holds the chosen family's file tools."""
+        if "allow" not in values and values.get("builtins") in ("agenvoy", "both"):
+            return {**values, "allow": family_allow(values["builtins"])}
+        return values
 
     @field_validator("allow", "deny", "pinned", "serial")
     @classmethod
@@ -240,7 +281,8 @@ class Profile(Config):
         return self.first_match(self.permissions, tool_id) or self.default_permission
 
     def is_denied(self, tool_id: str) -> bool:
-        return any(matches(p, tool_id) for p in self.deny)
+        return any(matches(p, tool_id) for p in self.deny) or excluded_by_family(self.builtins, tool_id)
 
     def timeout_for(self, tool_id: str) -> float:
         return self.first_match(self.tool_timeouts, tool_id) or self.tool_timeout_s
+

@@ -78,7 +78,7 @@ class Config:
 
     def __init__(self, **values: Any) -> None:
         problems: list[tuple[str, str]] = []
-        checked = _check_fields(type(self), values, "", problems)
+        checked = _check_fields(type(self), type(self).prepare(values), "", problems)
         if problems:
             raise ConfigError(problems)
         for name, value in checked.items():
@@ -93,6 +93,12 @@ class Config:
         if problems:
             raise ConfigError(problems)
         return typing.cast(C, value)
+
+    @classmethod
+    def prepare(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The given values before they are checked (override to fill defaults that depend on other keys);
+        `fields_set` still names only what was given."""
+        return values
 
     @property
     def fields_set(self) -> frozenset[str]:
@@ -203,7 +209,7 @@ def _check(value: Any, hint: Any, loc: str, problems: list[tuple[str, str]]) -> 
             problems.append((loc, f"should be a table (mapping), got {_kind(value)}"))
             return value
         before = len(problems)
-        fields = _check_fields(hint, value, loc, problems)
+        fields = _check_fields(hint, hint.prepare(dict(value)), loc, problems)
         if len(problems) != before:
             return value
         built = hint.__new__(hint)
