@@ -21,23 +21,31 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from tooldeck.core.jsonvalue import shown
 from tooldeck.core.results import AgentToolResult
 
-Key = tuple[str, bytes]
+Key = tuple[str, int]
 _PREVIEW = 400
 
 
-def canonical(args: dict[str, Any]) -> bytes:
-    """The arguments as sorted-key JSON: two calls are identical when these bytes are."""
+def canonical(args: dict[str, Any]) -> int:
+    """A digest of the arguments that ignores key order: two calls are identical when these are equal.
+    Built from the values' own hashes (a string's is computed once and cached), never by encoding the
+    arguments: a call with a 100 MB argument costs no copy of it. Two different argument objects share a
+    digest with a chance of 2⁻⁶⁴; such a call would be refused as a repeat, nothing worse."""
     try:
-        return orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # integers beyond 64 bits and other values orjson will not write
-        import json
+        return _digest(args)
+    except RecursionError:  # deeper than any JSON the gate admits: never equal to another call
+        return id(args)
 
-        return json.dumps(args, sort_keys=True, default=repr, ensure_ascii=False).encode()
+
+def _digest(value: Any) -> int:
+    kind = type(value)
+    if kind is dict:
+        return hash((dict, frozenset((k, _digest(v)) for k, v in value.items())))
+    if kind is list:
+        return hash((list, tuple(_digest(v) for v in value)))
+    return hash((kind, value))
 
 
 @dataclass(slots=True)

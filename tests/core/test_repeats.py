@@ -141,10 +141,25 @@ json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3) |
                           st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=10)
 
 
-@settings(max_examples=200, derandomize=True, deadline=None)
-@given(st.dictionaries(st.text(max_size=4), json_value, max_size=5), st.randoms(use_true_random=False))
-def test_canonical_ignores_key_order_and_keeps_every_value(args: dict[str, Any], rnd: Any) -> None:
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), json_value, max_size=5),
+       st.dictionaries(st.text(max_size=4), json_value, max_size=5), st.randoms(use_true_random=False))
+def test_canonical_ignores_key_order_and_tells_different_arguments_apart(args: dict[str, Any], other: dict[str, Any],
+                                                                         rnd: Any) -> None:
     items = list(args.items())
     rnd.shuffle(items)
     assert canonical(dict(items)) == canonical(args)
-    assert json.loads(canonical(args)) == args  # nothing lost: equal bytes mean equal arguments
+    assert canonical(json.loads(json.dumps(args))) == canonical(args)  # the same arguments decoded again
+    if json.dumps(other, sort_keys=True) != json.dumps(args, sort_keys=True):
+        assert canonical(other) != canonical(args)
+
+
+def test_a_huge_argument_is_not_copied_to_compare_calls() -> None:
+    import tracemalloc
+
+    text = "x" * 50_000_000
+    tracemalloc.start()
+    canonical({"content": text, "path": "output/a"})
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 1_000_000

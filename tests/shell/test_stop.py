@@ -126,7 +126,7 @@ def _quick(sh: object, command: str, expected: str, timeout: float = 5.0) -> Non
 ])
 def test_ten_timed_out_calls_in_a_row_leave_the_shell_free(kind: str, probe: str, expected: str,
                                                           tmp_path: Path) -> None:
-    sh = make_shell(tmp_path, timeout_s=0.5)
+    sh = make_shell(tmp_path, timeout_s=0.5, max_identical_calls=0)  # ten identical calls on purpose
     try:
         for _ in range(10):
             assert sh.call(LOOPS[kind]).error_code == "workspace.shell_timeout"
