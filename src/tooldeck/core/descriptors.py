@@ -46,6 +46,8 @@ class AvailabilityContext:
     run_id: str
     probes: Probes | None = field(default=None, compare=False)
     """How `requires` reads the environment and PATH (catalog/probes.py); without them such a condition fails."""
+    can_ask: bool = False
+    """Someone can answer `ask_user` in this invocation (it has an answerer: builtins/ask_user.py)."""
 
 
 _NO_PROBES = Probes(lambda _name: False, lambda _name: False)
