@@ -199,3 +199,45 @@ def test_decoding_any_arguments_gives_checked_questions_or_agenvoys_error(args: 
         assert not (q.secret and q.options) and not (q.multi_select and not q.options)
     form = form_schema(questions)
     assert form["required"] == [f"q{i}" for i in range(1, len(questions) + 1)]
+
+
+async def test_a_question_that_times_out_stops_waiting(make_runtime: MakeRuntime) -> None:
+    """The Profile's timeout applies; the answerer is cancelled, and the terminal prompt stops reading: a line
+    typed after the timeout goes to the next question, not to the abandoned one."""
+    import io
+    import os
+
+    from tooldeck.cli.ask_prompt import TerminalAnswerer
+
+    read_end, write_end = os.pipe()
+    stdin = os.fdopen(read_end, "r")
+    err = io.StringIO()
+    rt = hosted(make_runtime, TerminalAnswerer(stdin=stdin, err=err), tool_timeouts={"builtin:ask_user": 0.3})
+    ask = {"id": "a1", "name": "ask_user", "arguments": {"questions": [{"question": "Name?"}], "state": state()}}
+    try:
+        [timed_out] = await rt.invocation(run_id="r").arun([ask])
+        assert timed_out.error_code == "tool.timeout"
+        os.write(write_end, b"Ada\n")
+        [answered] = await rt.invocation(run_id="r").arun([{**ask, "id": "a2"}])
+        assert answered.structured == {"answers": ["Ada"]}
+        assert err.getvalue().count("[?] Name?") == 2
+
+        cancelled: list[str] = []
+
+        async def never(_request: au.AskRequest) -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                cancelled.append("stopped")
+
+        rt.ask_user = never
+        [again] = await rt.invocation(run_id="r").arun([{**ask, "id": "a3"}])
+        assert again.error_code == "tool.timeout"
+        for _ in range(500):  # poll with a generous deadline: the answerer was cancelled, not left running
+            if cancelled:
+                break
+            await asyncio.sleep(0.01)
+        assert cancelled == ["stopped"]
+    finally:
+        os.close(write_end)
+        stdin.close()
