@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import tooldeck
 from tooldeck.core.results import AgentToolResult
 
 
@@ -21,6 +20,3 @@ def state(objective: str = "Plan the trip", next_steps: list[str] | None = None)
     return {"objective": objective, "completed": ["Read the brief"],
             "next_steps": ["Book it"] if next_steps is None else next_steps}
 
-
-def results_rows(rt: tooldeck.Runtime, invocation_id: str) -> list[Any]:
-    return rt.recorder.history(invocation_id).calls  # type: ignore[attr-defined]
