@@ -50,7 +50,7 @@ class Invocation:
     `run_state`, `fetched`, `deferred_catalog()`."""
 
     def __init__(self, runtime: Runtime, run: RunState, snapshot: Snapshot, profile: Profile, scene: Scene,
-                 headless: bool, confirm: Confirm | None, diagnostics: list[Diagnostic]) -> None:
+                 headless: bool, confirm: Confirm | None, diagnostics: list[Diagnostic], ask_user: Any = None) -> None:
         self.id = f"inv_{uuid.uuid4().hex[:16]}"
         self.runtime = runtime
         self.run_state = run
@@ -59,6 +59,8 @@ class Invocation:
         self.scene = scene
         self.headless = headless
         self.confirm = confirm
+        self.ask_user = ask_user
+        """Who answers `ask_user` (builtins/ask_user.py), or None: then the tool is not offered."""
         self.diagnostics = diagnostics
         self.fetched: set[str] = run.state.setdefault("fetched_tools", set())
         """Tool ids whose schema was fetched in this run (deferred modes); shared by the run's invocations."""

@@ -110,7 +110,10 @@ class Projector:
         if len(content) <= self.inline_limit:
             refs = output.resource_refs
             return AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
-                                   output.error_code, list(refs) if refs else [])
+                                   output.error_code, list(refs) if refs else [], output.redacted)
+        if output.redacted is not None:  # a spill file would keep in clear what the records must not
+            return AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
+                                   output.error_code, list(output.resource_refs), output.redacted)
         return self._spill(call_id, tool_id, round_no, output)
 
     def _spill(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:

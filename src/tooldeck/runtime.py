@@ -36,6 +36,7 @@ from tooldeck.wire import Call
 
 if TYPE_CHECKING:
     from tooldeck.agent.loop import Agent
+    from tooldeck.builtins.ask_user import AskUser
 
 PROFILE_FILES = ("profile.toml", "profile.json")
 
@@ -50,6 +51,7 @@ class Runtime:
         builtins: Iterable[BuiltinTool] | None = None,
         confirm: Confirm | None = None,
         sources: Iterable[ToolSource] = (),
+        ask_user: AskUser | None = None,
     ) -> None:
         self.home = Path(home).resolve()
         self.home.mkdir(parents=True, exist_ok=True)
@@ -68,6 +70,8 @@ class Runtime:
         self.recorder: Recorder = self._make_recorder(records)
         self.recording = self.recorder.recording
         self.confirm = confirm
+        self.ask_user = ask_user
+        """The default answerer of `ask_user` for invocations that are not headless (builtins/ask_user.py)."""
         self.runs: dict[str, RunState] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         # MCP servers (issue 6) of <home>/tooldeck.toml [mcp] and <home>/mcp.json: one more source in the catalog
@@ -158,7 +162,10 @@ class Runtime:
         confirm: Confirm | None = None,
         snapshot: Snapshot | None = None,
         workspace: str | Path | None = None,
+        ask_user: AskUser | None = None,
     ) -> Invocation:
+        """`ask_user`: who answers the `ask_user` tool in this invocation; default: the Runtime's answerer unless
+        the invocation is headless. The tool is offered only when there is one (docs/agent.md)."""
         if provider not in PROTOCOLS:
             raise TooldeckError("invocation.provider_invalid",
                                 f"unknown provider {provider!r}; expected one of {', '.join(PROTOCOLS)}")
@@ -167,11 +174,12 @@ class Runtime:
         prof = self._resolve_profile(profile) if profile is not None else self.profile
         run = self.run_state(run_id, workspace)
         diagnostics: list[Diagnostic] = []
+        answerer = ask_user if ask_user is not None else None if headless else self.ask_user
         if snapshot is None:
             ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id,
-                                      probes=HOST_PROBES, home=self.home)
+                                      probes=HOST_PROBES, home=self.home, can_ask=answerer is not None)
             snapshot, diagnostics = self.snapshots.prepare(ctx, prof)
-        inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics)
+        inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics, answerer)
         if self.recording:
             self.recorder.invocation_started(InvocationInfo(run.run_id, inv.id, snapshot.provider, scene, headless,
                                                             snapshot.id, self.snapshots.json(snapshot), time.time()))

@@ -113,7 +113,9 @@ def test_tools_shows_one_line_per_tool_at_80_columns(tmp_path: Path) -> None:
     lines = _assert_fits(out.stdout)
     names = [t["call_name"] for t in data["tools"]]
     assert [line.split()[0] for line in lines[1:1 + len(names)]] == names  # no description wraps onto a line
-    assert len(lines) == 1 + len(names) + 2  # header, the tools, a blank line and the summary
+    # header, the tools, a blank line, the summary and the note on ask_user, left out without an answerer
+    assert len(lines) == 1 + len(names) + 3
+    assert lines[-1] == "1 allowed tools left out (scene or conditions); --all shows which and why."
     long = tooldeck("tools", "--long", "--home", home, cwd=tmp_path, columns=80)
     assert long.returncode == 0
     long_lines = _assert_fits(long.stdout)

@@ -6,6 +6,9 @@ import pytest
 from tests.deferred.catalog import runtime
 from tooldeck.snapshot.deferred import group_names
 
+FIXED = ["reasoning_guide", "write_todo", "write_result"]
+"""The conversation's fixed tools a run without an ask_user answerer binds (docs/deferred.md)."""
+
 QUERIES = {
     "roll dice": "dice_roll",
     "compress a file": "compress_file",
@@ -42,12 +45,12 @@ def rt(make_runtime):
 def test_the_tools_array_is_exactly_the_fixed_set_and_the_turn_context_lists_the_rest(rt):
     inv = rt.invocation()
     assert len(inv.snapshot.bindings) >= 297
-    assert [t["function"]["name"] for t in inv.tools()] == ["find_tools", "run_tool"]
+    assert [t["function"]["name"] for t in inv.tools()] == ["find_tools", "run_tool", *FIXED]
     context = inv.turn_context()
     assert context.startswith("Tools (call through run_tool; fetch schemas with find_tools): ")
     assert "mcp__bfcl__{" in context and "dice_roll" in context
     listed = set(inv.snapshot.extra["listed"])
-    assert len(listed) == len(inv.snapshot.bindings) - 2
+    assert len(listed) == len(inv.snapshot.bindings) - 2 - len(FIXED)
     for name in listed:
         assert name in context or name.startswith("mcp__bfcl__")
     assert context.count("mcp__bfcl__") == 1
@@ -72,7 +75,7 @@ def test_the_array_is_byte_identical_across_turns_while_tools_come_and_go(rt):
 def test_pinned_tools_stay_in_the_array_and_are_callable_directly(make_runtime):
     rt = runtime(make_runtime, pinned=["builtin:dice.roll"])
     inv = rt.invocation()
-    assert [t["function"]["name"] for t in inv.tools()] == ["find_tools", "run_tool", "dice_roll"]
+    assert [t["function"]["name"] for t in inv.tools()] == ["find_tools", "run_tool", *FIXED, "dice_roll"]
     assert "dice_roll" not in inv.turn_context()
     [r] = inv.run([{"id": "1", "name": "dice_roll", "arguments": {"formula": "d4"}}])
     assert not r.is_error and r.content.startswith("Rolled 1d4")
@@ -179,15 +182,19 @@ def test_native_search_renders_provider_tool_search(make_runtime):
     rt = runtime(make_runtime, native_search=True, pinned=["builtin:dice.roll"])
     tools = rt.invocation(provider="anthropic").tools()
     assert tools[0] == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
-    assert tools[1]["name"] == "dice_roll" and "defer_loading" not in tools[1]
-    assert all(t.get("defer_loading") is True for t in tools[2:]) and len(tools) > 290
+    kept = 1 + len(FIXED)
+    assert [t["name"] for t in tools[1:kept + 1]] == [*FIXED, "dice_roll"]
+    assert not any("defer_loading" in t for t in tools[1:kept + 1])
+    assert all(t.get("defer_loading") is True for t in tools[kept + 1:]) and len(tools) > 290
     inv = rt.invocation(provider="openai")
     tools = inv.tools()
-    assert tools[0] == {"type": "tool_search"} and tools[2]["defer_loading"] is True and "name" in tools[2]
+    assert tools[0] == {"type": "tool_search"} and tools[kept + 1]["defer_loading"] is True
+    assert "name" in tools[kept + 1]
     [r] = inv.run([{"id": "1", "name": "draw_circle", "arguments": {"radius": 1}}])
     assert r.error_code != "tool.use_run_tool"
     gemini = rt.invocation(provider="gemini")
-    assert [d["name"] for d in gemini.tools()[0]["functionDeclarations"]] == ["find_tools", "run_tool", "dice_roll"]
+    assert [d["name"] for d in gemini.tools()[0]["functionDeclarations"]] == ["find_tools", "run_tool", *FIXED,
+                                                                              "dice_roll"]
     assert any(d.code == "tool.native_search_unsupported" for d in gemini.diagnostics)
 
 

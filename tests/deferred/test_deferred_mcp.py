@@ -9,6 +9,7 @@ import pytest
 import tooldeck
 from tests.corpus import bfcl_functions
 from tests.deferred.catalog import EXTENSIONS, _schema
+from tests.deferred.test_deferred import FIXED
 from tests.mcp.conftest import fixture_server, write_mcp_json
 from tooldeck.protocols import validate
 from tooldeck.records.replay import replay_all
@@ -33,7 +34,7 @@ def test_300_tools_behind_a_fixed_array(rt):
     mcp = [b for b in inv.snapshot.bindings if b.tool_id.startswith("mcp/")]
     assert len(mcp) == 200
     assert len(inv.snapshot.bindings) >= 300
-    assert [t["function"]["name"] for t in inv.tools()] == ["find_tools", "run_tool"]
+    assert [t["function"]["name"] for t in inv.tools()] == ["find_tools", "run_tool", *FIXED]
     context = inv.turn_context()
     assert context.count("mcp__fixture__") == 1 and "mcp__fixture__{add, " in context
     assert "extra_185" not in context and "extra_184" in context

@@ -12,6 +12,8 @@ Events, in order (each a `kind` and a JSON-able `data` dict):
 - `tool_call` {turn, call_id, name, arguments}: a call about to run (arguments as sent)
 - `tool_result` {turn, call_id, tool_id, is_error, error_code, content}
 - `commit` {turn, call_id, path, mode, chars}: a `workspace_commit` handed to the host
+- `todo` {turn, call_id, todos: [{content, status, active_form?}], done, in_progress, pending}: the checklist
+  `write_todo` saved (the whole list, as it now stands), after the turn that saved it
 - `background_reports` {turn, count, text}: reports added to the next model turn
 - `run_finished` {status, completed_by, text, reply, usage, turns, error_code, error}
 """

@@ -40,11 +40,13 @@ from tooldeck.agent import background
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.events import AgentEvent, AgentResult, OnAgentEvent, OnCommit, Status
 from tooldeck.agent.types import ModelClient, ModelConfig, ModelRequest, ModelTurn, StreamEvent, ToolChoice
+from tooldeck.builtins.todo import TODO_UPDATED
 from tooldeck.core.errors import TooldeckError
 from tooldeck.protocols import NAME_PROTOCOL
 from tooldeck.workspace import effects as workspace_effects
 
 if TYPE_CHECKING:
+    from tooldeck.builtins.ask_user import AskUser
     from tooldeck.catalog.profile import Profile
     from tooldeck.dispatch import Confirm
     from tooldeck.invocation import Invocation
@@ -69,7 +71,7 @@ class Agent:
                  confirm: Confirm | None = None, workspace: str | Path | None = None,
                  on_event: OnAgentEvent | None = None, on_commit: OnCommit | None = None,
                  background_wait: float = 300.0, completion_effects: frozenset[str] = COMPLETION_EFFECTS,
-                 http_client: Any = None) -> None:
+                 http_client: Any = None, ask_user: AskUser | None = None) -> None:
         self.runtime = runtime
         if isinstance(model, ModelConfig):
             self.config = model
@@ -90,6 +92,8 @@ class Agent:
         self.workspace = workspace
         self.on_event = on_event
         self.on_commit = on_commit
+        self.ask_user = ask_user
+        """Who answers `ask_user` (builtins/ask_user.py); None: the Runtime's. A headless agent has none."""
         self.background_wait = background_wait
         self.completion_effects = completion_effects
         self._http_client = http_client
@@ -212,7 +216,8 @@ class _Run:
             if agent.max_tokens is not None and result.usage.total_tokens >= agent.max_tokens:
                 return "max_tokens"
             inv = rt.invocation(self.provider, agent.scene, agent.profile, self.run_id, agent.headless,  # type: ignore[arg-type]
-                                confirm=agent.confirm, workspace=agent.workspace)
+                                confirm=agent.confirm, workspace=agent.workspace,
+                                ask_user=None if agent.headless else agent.ask_user)
             result.invocation_ids.append(inv.id)
             if first and background.has_background(inv, self.resumed):
                 notes = background.drain(inv)
@@ -260,9 +265,9 @@ class _Run:
         # recorded with the turn, so replay sends them back (protocols/items.py)
         results = await inv.arun(turn.calls, choice, provider_items=turn.provider_items or None)
         if self.emit is not None:
-            for r in results:
+            for r in results:  # a redacted result (a secret answer) is shown as the records keep it
                 self._event("tool_result", turn=n, call_id=r.call_id, tool_id=r.tool_id, is_error=r.is_error,
-                            error_code=r.error_code, content=r.content)
+                            error_code=r.error_code, content=r.content if r.redacted is None else r.redacted[0])
         done_by = None
         if inv.effects:
             done_by = await self._effects(inv, turn)
@@ -285,6 +290,10 @@ class _Run:
                 out = on_commit(commit)
                 if inspect.isawaitable(out):
                     await out
+        for call_id, effect in inv.effects:
+            if effect.kind == TODO_UPDATED:  # write_todo's checklist: the host watches it, the records keep it
+                self._record("todo", turn=self._turn_no, call_id=call_id, **effect.data)
+                self._event("todo", turn=self._turn_no, call_id=call_id, **effect.data)
         names = {c.get("id"): c.get("name") for c in turn.calls}
         for call_id, effect in inv.effects:
             if effect.kind in self.agent.completion_effects:

@@ -28,12 +28,17 @@ def default_builtins() -> list[BuiltinTool]:
         workspace_files,
     )
 
-    return [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
-            *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
-            *net_download.TOOLS, *net_fetch.TOOLS,
-            *net_search.TOOLS, *error_memory.TOOLS,
-            *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
-            *media.TOOLS, *chatbots.TOOLS, *schedules.TOOLS, *_agenvoy_files()]
+    tools = [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
+             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
+             *net_download.TOOLS, *net_fetch.TOOLS,
+             *net_search.TOOLS, *error_memory.TOOLS,
+             *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
+             *media.TOOLS, *chatbots.TOOLS, *schedules.TOOLS, *_agenvoy_files()]
+    # the conversation's fixed tools (Agenvoy's fixed set beside find_tools / run_tool: snapshot/deferred.py)
+    from tooldeck.builtins import ask_user, reasoning_guide, todo, write_result
+
+    tools += [*reasoning_guide.TOOLS, *todo.TOOLS, *ask_user.TOOLS, *write_result.TOOLS]
+    return tools
 
 
 def _agenvoy_files() -> list[BuiltinTool]:

@@ -30,6 +30,11 @@ DEFAULT_BUILTINS: tuple[str, ...] = (
     "builtin:background.command",
     "builtin:background.tasks",
     "builtin:dice.roll",
+    # the conversation's fixed tools (snapshot/deferred.py FIXED_IDS; ask_user only with an answerer)
+    "builtin:reasoning_guide",
+    "builtin:write_todo",
+    "builtin:ask_user",
+    "builtin:write_result",
 )
 DEFAULT_ALLOW: tuple[str, ...] = (*DEFAULT_BUILTINS, "extension/*", "script/*", "mcp/*")
 

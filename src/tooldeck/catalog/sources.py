@@ -74,6 +74,8 @@ class InvocationView(Protocol):
     run_state: RunState
     fetched: set[str]
     """Tool ids whose schema the model has fetched in this run (deferred modes); `find_tools` adds to it."""
+    ask_user: Any
+    """Who answers `ask_user` in this invocation (`builtins.ask_user.AskUser`), or None."""
 
     def deferred_catalog(self) -> DeferredCatalog:
         """The snapshot's `find_tools` index (names and BM25), built once per snapshot."""

@@ -76,6 +76,9 @@ class PlainView:
             return f"{mark} {_one_line(d['content'])}"
         if kind == "commit":
             return f"⇪ committed {d['path']} ({d['mode']}, {d['chars']} characters)"
+        if kind == "todo":
+            marks = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+            return "☐ checklist:" + "".join(f"\n  {marks[t['status']]} {t['content']}" for t in d["todos"])
         if kind == "background_reports":
             return f"⧗ {d['count']} background report(s) for the next turn"
         if kind == "run_finished":
@@ -132,7 +135,7 @@ class LiveView:
             entry[1] = "error" if d["is_error"] else "ok"
         elif kind == "model_turn" and not d["calls"]:
             self.text = d["text"] or self.text
-        elif kind in ("commit", "background_reports"):
+        elif kind in ("commit", "background_reports", "todo"):
             self.console.print(PlainView.line(event), style="cyan", markup=False, highlight=False)
         elif kind == "run_finished":
             self._flush_turn()
@@ -144,6 +147,13 @@ class LiveView:
 
     def stop(self) -> None:
         self.live.stop()
+
+    def pause(self, asking: bool) -> None:
+        """Step aside while `ask_user` prompts on the terminal, and come back after."""
+        if asking:
+            self.live.stop()
+        else:
+            self.live.start()
 
 
 class JsonView:
@@ -190,6 +200,9 @@ def run_cmd(
             usage_errors(exc)
         view = _view(as_json)
         agent.on_event = view
+        from tooldeck.cli.ask_prompt import TerminalAnswerer  # ask_user: questions on stderr, answers from stdin
+
+        agent.ask_user = TerminalAnswerer(pause=view.pause if isinstance(view, LiveView) else None)
         try:
             result, signal_name = _drive(runtime, agent, task)
         finally:

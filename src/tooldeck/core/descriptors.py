@@ -74,6 +74,8 @@ class AvailabilityContext:
     """How `requires` reads the environment and PATH (catalog/probes.py); without them such a condition fails."""
     home: Path | None = field(default=None, compare=False)
     """The runtime's home, for conditions that read its configuration (e.g. `[models]` of tooldeck.toml)."""
+    can_ask: bool = False
+    """Someone can answer `ask_user` in this invocation (it has an answerer: builtins/ask_user.py)."""
 
 
 _NO_PROBES = Probes(lambda _name: False, lambda _name: False)

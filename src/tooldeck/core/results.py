@@ -36,6 +36,9 @@ class ToolOutput:
     raw: Any = None
     may_have_executed: bool = False
     """For errors: whether the operation may have run (timeouts, lost connections)."""
+    redacted: tuple[str, Any] | None = None
+    """(content, structured) the records and the host's events keep instead of the real ones, which only the
+    model gets (a secret the user typed: builtins/ask_user.py). Such a result is never spilled to a file."""
 
     @classmethod
     def error(cls, code: str, message: str, structured: Any = None, **kw: Any) -> ToolOutput:
@@ -89,6 +92,8 @@ class AgentToolResult:
     is_error: bool = False
     error_code: str | None = None
     resource_refs: list[str] = field(default_factory=list)
+    redacted: tuple[str, Any] | None = None
+    """`ToolOutput.redacted`: what the records and the host's events show instead of `content` / `structured`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

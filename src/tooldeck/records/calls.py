@@ -97,5 +97,5 @@ def unprojected(turn: TurnState, checks: Sequence[Admitted | Refused]) -> list[A
             continue
         o = as_output(out)
         results.append(AgentToolResult(c.id, chk.entry.tool_id if chk.entry is not None else None, o.content,
-                                       o.structured, o.is_error, o.error_code, list(o.resource_refs)))
+                                       o.structured, o.is_error, o.error_code, list(o.resource_refs), o.redacted))
     return results

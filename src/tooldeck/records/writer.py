@@ -187,9 +187,13 @@ class TurnWriter:
             o = as_output(outputs[i])
             status = ("outcome_unknown" if o.may_have_executed else "failed") if o.is_error else "completed"
             timing = timings[i] if timings is not None else None
+            content, structured, raw = result.content, result.structured, o.raw
+            if result.redacted is not None:  # what only the model may see (builtins/ask_user.py secrets)
+                content, structured = result.redacted
+                raw = None
             out.append(FinishedCall(
-                call.id, i, result.tool_id, status, check.args if type(check) is Admitted else None, result.content,
-                result.structured, result.is_error, result.error_code, result.resource_refs, o.raw,
+                call.id, i, result.tool_id, status, check.args if type(check) is Admitted else None, content,
+                structured, result.is_error, result.error_code, result.resource_refs, raw,
                 timing[0] if timing is not None else None, timing[1] if timing is not None else None,
                 [e.to_dict() for e in o.effects] if o.effects else []))
         return out

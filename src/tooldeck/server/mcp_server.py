@@ -32,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp
 
 from tooldeck import __version__
+from tooldeck.builtins.ask_user_elicit import elicit_answerer
 from tooldeck.core.descriptors import Scene
 from tooldeck.core.errors import UNKNOWN_TOOL
 from tooldeck.runtime import Runtime
@@ -199,7 +200,8 @@ class TooldeckMCPServer:
                   and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declared_elicitation(ctx.session) else None)
         confirm = modern if modern is not None else handshake_confirm(ctx.session, request_id)
         inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
-                                      headless=self.options.headless, confirm=confirm, snapshot=view.snapshot)
+                                      headless=self.options.headless, confirm=confirm, snapshot=view.snapshot,
+                                      ask_user=elicit_answerer)
         call: dict[str, Any] = {"id": f"mcp_{request_id}", "name": name}
         if name in view.unlisted:
             # Deferred loading keeps the client's tools array to find_tools and run_tool; a client that calls

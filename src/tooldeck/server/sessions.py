@@ -18,6 +18,7 @@ from typing import Any
 import mcp_types as types
 import orjson
 
+from tooldeck.builtins.ask_user_elicit import elicit_answerer
 from tooldeck.catalog.catalog import Catalog
 from tooldeck.core.descriptors import Scene
 from tooldeck.runtime import Runtime
@@ -89,7 +90,8 @@ class SessionRegistry:
 
     # -- snapshots --------------------------------------------------------------------------------
     def build_view(self, run_id: str) -> ToolView:
-        inv = self.runtime.invocation(PROVIDER, self.scene, run_id=run_id, headless=self.headless)
+        inv = self.runtime.invocation(PROVIDER, self.scene, run_id=run_id, headless=self.headless,
+                                      ask_user=elicit_answerer)
         for d in inv.diagnostics:
             if d.message not in self._reported:
                 self._reported.add(d.message)

@@ -114,7 +114,8 @@ class Snapshots:
         budget = prof.max_calls_per_invocation
         if prof.loading == "eager":
             return Snapshot.build(provider, bindings, budget, "eager")
-        pinned = [b for b in bindings if any(matches(p, b.tool_id) for p in prof.pinned)]
+        fixed = deferred.fixed_bindings(bindings)
+        pinned = [*fixed, *(b for b in bindings if b not in fixed and any(matches(p, b.tool_id) for p in prof.pinned))]
         listed = [b for b in bindings if b not in pinned]
         extra = {"pinned": [b.call_name for b in pinned], "listed": [b.call_name for b in listed]}
         if prof.native_search:

@@ -1,5 +1,10 @@
-"""Deferred schema loading: a fixed tools array (`find_tools`, `run_tool`, pinned tools) and a
-per-turn context text that lists every other tool by name.
+"""Deferred schema loading: a fixed tools array (`find_tools`, `run_tool`, the conversation's fixed
+tools, pinned tools) and a per-turn context text that lists every other tool by name.
+
+The conversation's fixed tools (`FIXED_IDS`, Agenvoy's fixed set: `reasoning_guide`, `write_todo`,
+`chat_history`, `ask_user`, `write_result`) stay in the array with full schemas in every deferred mode,
+right after the meta-tools and in that order whatever the Profile's `allow` order, before the
+Profile's `pinned` tools: each one that the invocation binds (allowed, not denied, its condition met).
 
 Modes (Profile.loading):
 - `eager`: every schema in the tools array.
@@ -28,6 +33,9 @@ RUN_TOOL = "run_tool"
 FIND_TOOLS_ID = "builtin:find_tools"
 RUN_TOOL_ID = "builtin:run_tool"
 META_IDS = frozenset((FIND_TOOLS_ID, RUN_TOOL_ID))
+FIXED_IDS: tuple[str, ...] = ("builtin:reasoning_guide", "builtin:write_todo", "builtin:chat_history",
+                              "builtin:ask_user", "builtin:write_result")
+"""The conversation's fixed tools, in the order they follow find_tools / run_tool in the array."""
 NATIVE_SEARCH_PROVIDERS = frozenset(("anthropic", "openai"))
 STUB_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 ANTHROPIC_SEARCH_TOOL = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
@@ -40,6 +48,12 @@ def uses_meta_tools(loading: str, native_search: bool, provider: str) -> bool:
 
 def meta_ids_for(loading: str) -> tuple[str, ...]:
     return (FIND_TOOLS_ID, RUN_TOOL_ID) if loading == "deferred" else (FIND_TOOLS_ID,)
+
+
+def fixed_bindings(bindings: Sequence[Binding]) -> list[Binding]:
+    """The invocation's bindings of the fixed tools, in `FIXED_IDS` order."""
+    by_id = {b.tool_id: b for b in bindings if b.tool_id in FIXED_IDS}
+    return [by_id[tid] for tid in FIXED_IDS if tid in by_id]
 
 
 def _render(bindings: Iterable[Binding], provider: str, stub: bool = False) -> list[dict[str, Any]]:
