@@ -9,17 +9,18 @@ call in `wire.py`, a run's state in `catalog/runs.py`. This module re-exports th
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tooldeck.builtins import default_builtins, meta
+from tooldeck.builtins import OPTIONAL_FAMILIES, core_builtins, family_tools, meta
 from tooldeck.builtins.registry import BuiltinTool, builtin_source
 from tooldeck.catalog.catalog import Catalog
 from tooldeck.catalog.probes import HOST_PROBES
-from tooldeck.catalog.profile import Profile
+from tooldeck.catalog.profile import Profile, matches
 from tooldeck.catalog.runs import RunState
 from tooldeck.catalog.sources import Diagnostic, ToolSource
 from tooldeck.core.descriptors import ALL_SCENES, Availability, AvailabilityContext, Scene, ToolAnnotations
@@ -57,15 +58,20 @@ class Runtime:
         self.home.mkdir(parents=True, exist_ok=True)
         self.profile = self._resolve_profile(profile) if profile is not None else self._home_profile()
         self.extensions = ExtensionRegistry()
-        chosen = default_builtins() if builtins is None else list(builtins)
+        chosen = core_builtins() if builtins is None else list(builtins)
+        self._optional_families = dict(OPTIONAL_FAMILIES) if builtins is None else {}
+        """Optional builtin families not loaded yet: they load when a Profile allows one of their tools."""
+        self._families_lock = threading.Lock()
+        self._families_checked: Profile | None = None
         sources = list(sources)
         # script and ext tools of <home>/tools/ (docs/scripts.md), unless the host brings its own script source
         if not any(s.kind == "script" for s in sources):
             from tooldeck.sources.home_scripts import HomeScriptSource
 
             sources.append(HomeScriptSource(self.home))
-        self.catalog = Catalog([builtin_source([*meta.TOOLS, *chosen]),
-                                self.extensions, *sources])
+        self._builtins = builtin_source([*meta.TOOLS, *chosen])
+        self.catalog = Catalog([self._builtins, self.extensions, *sources])
+        self.load_builtins_for(self.profile)
         self.snapshots = Snapshots(self.catalog)
         self.recorder: Recorder = self._make_recorder(records)
         self.recording = self.recorder.recording
@@ -102,6 +108,22 @@ class Runtime:
 
             return SqliteRecorder(self.home / "records.sqlite")
         return records
+
+    def load_builtins_for(self, profile: Profile) -> None:
+        """Load the optional builtin families (builtins/__init__.py) that `profile` allows a tool of; the
+        catalog then offers them, and a snapshot prepared after that sees them."""
+        self._families_checked = profile
+        if not self._optional_families:
+            return
+        wanted = [name for name, ids in self._optional_families.items()
+                  if any(matches(p, tid) for p in profile.allow for tid in ids)]
+        if not wanted:
+            return
+        with self._families_lock:
+            for name in wanted:
+                if self._optional_families.pop(name, None) is not None:
+                    for tool in family_tools(name):
+                        self._builtins.add(tool.descriptor, tool.executable())
 
     def add_source(self, source: ToolSource) -> None:
         self.catalog.add_source(source)
@@ -172,6 +194,8 @@ class Runtime:
         if scene not in ALL_SCENES:
             raise TooldeckError("invocation.scene_invalid", f"unknown scene {scene!r}; expected chat or session")
         prof = self._resolve_profile(profile) if profile is not None else self.profile
+        if prof is not self._families_checked:
+            self.load_builtins_for(prof)
         run = self.run_state(run_id, workspace)
         diagnostics: list[Diagnostic] = []
         answerer = ask_user if ask_user is not None else None if headless else self.ask_user

@@ -1,49 +1,53 @@
-"""Builtin tools. Each module exports `TOOLS: list[BuiltinTool]`; add a module here to register it."""
+"""Builtin tools. Each module exports `TOOLS: list[BuiltinTool]`; add a module here to register it.
+
+The core families (the default Profile's builtins) load with every Runtime. The optional families
+load only when a Profile the Runtime serves allows one of their tools (`OPTIONAL_FAMILIES` names their
+ids without importing them), so `tooldeck call dice_roll` does not import the network, media, chat,
+secrets, schedules or Agenvoy file modules it never offers.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 from tooldeck.builtins.registry import BuiltinTool
+
+CORE_FAMILIES: tuple[str, ...] = (
+    "dice", "workspace_files", "workspace_edit", "workspace_control", "shell", "background",
+    # the conversation's fixed tools (Agenvoy's fixed set beside find_tools / run_tool: snapshot/deferred.py)
+    "reasoning_guide", "todo", "ask_user", "write_result",
+)
+OPTIONAL_FAMILIES: dict[str, tuple[str, ...]] = {
+    "calculate": ("builtin:calculate",),
+    "net": ("builtin:http_request",),
+    "net_download": ("builtin:download_file",),
+    "net_fetch": ("builtin:fetch_page",),
+    "net_search": ("builtin:search_web",),
+    "error_memory": ("builtin:error_history", "builtin:write_error"),
+    "open_file": ("builtin:open_file",),
+    "secrets": ("builtin:store_secret",),
+    "public_api": ("builtin:public_api_list",),
+    "html_template": ("builtin:html_template",),
+    "media": ("builtin:generate_image", "builtin:generate_audio"),
+    "chatbots": ("builtin:list_chatbot", "builtin:send_to_chatbot"),
+    "schedules": ("builtin:schedules",),
+    # Agenvoy's file family (issue 17 item 1), offered per the Profile's `builtins` key
+    "agenvoy_files": ("builtin:find_files", "builtin:read_files", "builtin:edit_file", "builtin:remove_file",
+                      "builtin:restore_file", "builtin:file_history", "builtin:run_command"),
+}
+"""Optional family module → the ids of its tools (tests/core/test_builtin_families.py holds it to the modules)."""
+
+
+def family_tools(name: str) -> list[BuiltinTool]:
+    module = importlib.import_module(f"tooldeck.builtins.{name}")
+    tools = module.tools() if name == "agenvoy_files" else module.TOOLS
+    return list(tools)
+
+
+def core_builtins() -> list[BuiltinTool]:
+    return [tool for name in CORE_FAMILIES for tool in family_tools(name)]
 
 
 def default_builtins() -> list[BuiltinTool]:
-    from tooldeck.builtins import (
-        background,
-        calculate,
-        chatbots,
-        dice,
-        error_memory,
-        html_template,
-        media,
-        net,
-        net_download,
-        net_fetch,
-        net_search,
-        open_file,
-        public_api,
-        schedules,
-        secrets,
-        shell,
-        workspace_control,
-        workspace_edit,
-        workspace_files,
-    )
-
-    tools = [*dice.TOOLS, *workspace_files.TOOLS, *workspace_edit.TOOLS, *workspace_control.TOOLS,
-             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
-             *net_download.TOOLS, *net_fetch.TOOLS,
-             *net_search.TOOLS, *error_memory.TOOLS,
-             *open_file.TOOLS, *secrets.TOOLS, *public_api.TOOLS, *html_template.TOOLS,
-             *media.TOOLS, *chatbots.TOOLS, *schedules.TOOLS, *_agenvoy_files()]
-    # the conversation's fixed tools (Agenvoy's fixed set beside find_tools / run_tool: snapshot/deferred.py)
-    from tooldeck.builtins import ask_user, reasoning_guide, todo, write_result
-
-    tools += [*reasoning_guide.TOOLS, *todo.TOOLS, *ask_user.TOOLS, *write_result.TOOLS]
-    return tools
-
-
-def _agenvoy_files() -> list[BuiltinTool]:
-    # Agenvoy's file family (issue 17 item 1); in the catalog beside the workspace_* tools, offered per
-    # the Profile's `builtins` key.
-    from tooldeck.builtins import agenvoy_files
-
-    return agenvoy_files.tools()
+    """Every builtin tool, core and optional."""
+    return [*core_builtins(), *(tool for name in OPTIONAL_FAMILIES for tool in family_tools(name))]
