@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.agent import background
+from tooldeck.agent.delegation import link as links
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.events import AgentEvent, AgentResult, OnAgentEvent, OnCommit, Status
 from tooldeck.agent.types import ModelClient, ModelConfig, ModelRequest, ModelTurn, StreamEvent, ToolChoice
@@ -53,8 +54,9 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TURNS = 50
 RUN_EVENTS = "agent"
 """The run event stream the loop records the conversation in."""
-COMPLETION_EFFECTS = frozenset({workspace_effects.FINISH})
-"""Effect kinds of the completion tools: a call that produced one ends the run."""
+COMPLETION_EFFECTS = frozenset({workspace_effects.FINISH, "task_returned", "handoff_accepted"})
+"""Effect kinds of the completion tools: a call that produced one ends the run (`agent_handoff`'s ends
+the stage: the target agent continues the run, agent/delegation/children.py)."""
 _ANSWER_STATUS: dict[str, Status] = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
 
@@ -69,7 +71,7 @@ class Agent:
                  confirm: Confirm | None = None, workspace: str | Path | None = None,
                  on_event: OnAgentEvent | None = None, on_commit: OnCommit | None = None,
                  background_wait: float = 300.0, completion_effects: frozenset[str] = COMPLETION_EFFECTS,
-                 http_client: Any = None) -> None:
+                 http_client: Any = None, agent_id: str | None = None) -> None:
         self.runtime = runtime
         if isinstance(model, ModelConfig):
             self.config = model
@@ -93,6 +95,12 @@ class Agent:
         self.background_wait = background_wait
         self.completion_effects = completion_effects
         self._http_client = http_client
+        self.agent_id = agent_id
+        """The agent profile this run acts as (`<home>/agents/<id>.toml`: its delegation policy); None: `main`."""
+        self.parent_task: Any = None
+        """The delegated task a return-mode child works on (set by agent/delegation/children.py)."""
+        self.lineage: dict[str, Any] = {}
+        """What `run_started` records of the run's parent (parent run, task, invocation), for a child run."""
         self._keep_open = False
         self.result: AgentResult | None = None
         """The last run's result (also after a cancelled run, whose `run` raised)."""
@@ -127,6 +135,8 @@ class Agent:
             return await run.go()
         finally:
             self.result = run.result
+            if run.link is not None:  # unfinished children and background legs stop with the run
+                await run.link.aclose()
             if not self._keep_open:
                 await self.aclose()
 
@@ -147,6 +157,11 @@ class _Run:
         self.result = AgentResult("failed", run_id)
         self.messages: list[dict[str, Any]] = []
         self._turn_no = 0
+        self.instructions = agent.instructions
+        self.profile = agent.profile
+        """The stage's instructions and Profile (a handoff gives the run the target agent's)."""
+        self.last_snapshot: Any = None
+        self.link: links.RunLink | None = None
 
     def _event(self, kind: str, **data: Any) -> None:
         if self.emit is not None:
@@ -159,7 +174,9 @@ class _Run:
     async def go(self) -> AgentResult:
         agent, result = self.agent, self.result
         cfg = agent.config
-        self._record("run_started", task=self.task, model=cfg.public(), instructions=agent.instructions)
+        self.link = links.attach(self)
+        self._record("run_started", task=self.task, model=cfg.public(), instructions=agent.instructions,
+                     **agent.lineage)
         self._event("run_started", run_id=self.run_id, model=cfg.public(), task=self.task)
         self.messages.extend(self.client.user_message(self.task))
         try:
@@ -201,7 +218,7 @@ class _Run:
         self._event("run_finished", **data)
 
     async def _turns(self) -> Status:
-        agent, result, client = self.agent, self.result, self.client
+        agent, result = self.agent, self.result
         rt = agent.runtime
         on_stream = self._stream_handler() if self.emit is not None else None
         notes: str | None = None
@@ -211,8 +228,9 @@ class _Run:
                 return "max_turns"
             if agent.max_tokens is not None and result.usage.total_tokens >= agent.max_tokens:
                 return "max_tokens"
-            inv = rt.invocation(self.provider, agent.scene, agent.profile, self.run_id, agent.headless,  # type: ignore[arg-type]
+            inv = rt.invocation(self.provider, agent.scene, self.profile, self.run_id, agent.headless,  # type: ignore[arg-type]
                                 confirm=agent.confirm, workspace=agent.workspace)
+            self.last_snapshot = inv.snapshot
             result.invocation_ids.append(inv.id)
             if first and background.has_background(inv, self.resumed):
                 notes = background.drain(inv)
@@ -223,7 +241,7 @@ class _Run:
             result.turns += 1
             self._turn_no = result.turns
             self._event("turn_started", turn=result.turns)
-            turn = await client.complete(self._request(inv), on_stream)
+            turn = await self.client.complete(self._request(inv), on_stream)
             result.usage = result.usage + turn.usage
             result.text = turn.text
             self._record("model_turn", turn=result.turns, invocation_id=inv.id, text=turn.text,
@@ -232,7 +250,7 @@ class _Run:
             self._event("model_turn", turn=result.turns, invocation_id=inv.id, text=turn.text,
                         calls=[{"id": c.get("id"), "name": c.get("name")} for c in turn.calls],
                         stop_reason=turn.stop_reason, usage=turn.usage.to_dict())
-            self.messages.extend(client.assistant_message(turn))
+            self.messages.extend(self.client.assistant_message(turn))
             if not turn.calls:
                 if background.has_background(inv, self.resumed):
                     notes = background.drain(inv)
@@ -244,6 +262,11 @@ class _Run:
                 return _ANSWER_STATUS.get(turn.stop_reason, "completed")
             done_by = await self._run_calls(inv, turn)
             if done_by is not None:
+                if self.link is not None and self.link.handoff is not None:
+                    from tooldeck.agent.delegation.children import take_handoff
+
+                    if take_handoff(self):
+                        continue
                 result.completed_by = done_by
                 return "completed"
 
@@ -277,6 +300,8 @@ class _Run:
         result, on_commit = self.result, self.agent.on_commit
         for commit in workspace_effects.commits(inv):
             result.commits.append(commit)
+            if self.link is not None:
+                self.link.committed += 1
             result.reply = commit.text if commit.mode == "replace" or result.reply is None \
                 else result.reply + commit.text
             self._event("commit", turn=self._turn_no, call_id=commit.call_id, path=commit.path, mode=commit.mode,
@@ -300,10 +325,14 @@ class _Run:
 
     def _request(self, inv: Invocation) -> ModelRequest:
         agent = self.agent
-        instructions = agent.instructions
+        instructions = self.instructions
         context = inv.turn_context()
         if context:
             instructions = f"{instructions}\n\n{context}" if instructions else context
+        if self.link is not None:
+            agents = self.link.directory(inv.snapshot)
+            if agents:
+                instructions = f"{instructions}\n\n{agents}" if instructions else agents
         return ModelRequest(self.messages, inv.tools(), instructions, agent.tool_choice,
                             agent.config.max_output_tokens, stream=agent.config.stream)
 

@@ -26,4 +26,11 @@ def default_builtins() -> list[BuiltinTool]:
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
-            *open_file.TOOLS]
+            *open_file.TOOLS, *_delegation_builtins()]
+
+
+def _delegation_builtins() -> list[BuiltinTool]:
+    """Delegation (agent_delegate, agent_await, agent_handoff, task_return) and subagents (docs/agent.md)."""
+    from tooldeck.builtins import delegate, delegate_return
+
+    return [*delegate.TOOLS, *delegate_return.TOOLS]
