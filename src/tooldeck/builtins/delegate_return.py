@@ -38,8 +38,8 @@ async def handoff(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     problem = packet_problem(packet, "handoff", "objective", ("title", "reason", "contextSummary"))
     if problem:
         raise ToolCallError(INVALID, problem)
-    completion_checks(ctx)
     link = link_or_refuse(ctx, HANDOFF_POLICY_DENIED)
+    completion_checks(ctx)
     me = link.me
     if not me.delegation.can_handoff or link.parent_task is not None:
         raise ToolCallError(HANDOFF_POLICY_DENIED, f"agent.profile_cannot_handoff: your current Agent configuration "
