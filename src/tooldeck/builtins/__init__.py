@@ -31,6 +31,6 @@ def default_builtins() -> list[BuiltinTool]:
 
 def _delegation_builtins() -> list[BuiltinTool]:
     """Delegation (agent_delegate, agent_await, agent_handoff, task_return) and subagents (docs/agent.md)."""
-    from tooldeck.builtins import delegate, delegate_return
+    from tooldeck.builtins import delegate, delegate_return, subagents
 
-    return [*delegate.TOOLS, *delegate_return.TOOLS]
+    return [*delegate.TOOLS, *delegate_return.TOOLS, *subagents.TOOLS]

@@ -86,6 +86,9 @@ class RunLink:
         for leg in self.legs:
             if leg.report is not None and not leg.delivered:
                 leg.delivered = True
+                if leg.fault is not None:
+                    fault, leg.fault = leg.fault, None
+                    raise fault
                 parts.append(f"[background report {leg.id}]\n{leg.report}")
         return "\n\n".join(parts) if parts else None
 
