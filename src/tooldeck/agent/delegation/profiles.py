@@ -92,12 +92,32 @@ def agent_files(home: Path) -> dict[str, Path]:
     return found
 
 
+_LOADED: dict[Path, tuple[tuple[int, int], AgentProfile]] = {}
+"""Agent files already parsed, by path, with the (mtime_ns, size) they had: a changed file is read again."""
+
+
 def load_agent(home: Path, agent_id: str) -> AgentProfile | None:
     """The agent `agent_id` of the home (None when it has no file). A file that does not load is
     `agent.profile_invalid` (a TooldeckError naming the file and the key)."""
     path = agent_files(home).get(agent_id)
     if path is None:
         return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = (st.st_mtime_ns, st.st_size)
+    cached = _LOADED.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    profile = _parse(path, agent_id)
+    if len(_LOADED) > 256:
+        _LOADED.clear()
+    _LOADED[path] = (stamp, profile)
+    return profile
+
+
+def _parse(path: Path, agent_id: str) -> AgentProfile:
     try:
         text = path.read_text(encoding="utf-8")
         data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
