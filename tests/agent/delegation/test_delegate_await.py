@@ -74,6 +74,11 @@ async def test_two_children_awaited_next_then_all(make_runtime: MakeRuntime, moc
     assert "## Context\n- **draft**: output/main.md" in prompt and "- **deadline**:\n  today" in prompt
     names = tool_names(alpha[0])
     assert "task_return" in names
+    descriptions = {t["function"]["name"]: t["function"]["description"] for t in alpha[0].json["tools"]}
+    assert "You are working on a delegated task: write only what it asks for" in descriptions["workspace_write_file"]
+    assert "The reply body is" not in descriptions["workspace_write_file"]
+    parent_descriptions = {t["function"]["name"]: t["function"]["description"] for t in parent[0].json["tools"]}
+    assert "The reply body is `output/main.md`." in parent_descriptions["workspace_write_file"]
     assert not {"workspace_commit", "workspace_finish", "agent_delegate", "agent_await", "agent_handoff"} & set(names)
     assert "## Agents you can call\n- `worker` (delegate, handoff): Does one small job" in parent[0].json[
         "messages"][0]["content"]

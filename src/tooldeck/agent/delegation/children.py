@@ -11,7 +11,9 @@ the tokens the caller has left of `max_tokens`), and the return-mode tool rewrit
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.agent.delegation import render
@@ -19,7 +21,8 @@ from tooldeck.agent.delegation.link import Handoff, RunLink
 from tooldeck.agent.delegation.profiles import AgentProfile
 from tooldeck.agent.delegation.tasks import ChildTask, new_task_id
 from tooldeck.agent.events import AgentEvent
-from tooldeck.catalog.profile import Profile, matches
+from tooldeck.catalog.profile import DescriptionOverride, Profile, matches
+from tooldeck.core.descriptors import ToolDescriptor
 
 if TYPE_CHECKING:
     from tooldeck.catalog.sources import CallContext
@@ -31,13 +34,30 @@ TASK_RETURNED = "task_returned"
 HANDOFF_ACCEPTED = "handoff_accepted"
 
 
-def return_mode(profile: Profile) -> Profile:
+_REPLY_BODY = re.compile(r"The reply body is `[^`]*`\.")
+DELEGATED_WORDING = ("You are working on a delegated task: write only what it asks for, under the writable folders, "
+                     "and end it with `task_return`.")
+
+
+def return_mode(profile: Profile, builtins: Iterable[ToolDescriptor] = ()) -> Profile:
     """The Profile of a return-mode child: the publish, finish and delegation tools dropped (denied, so a
-    glob in `allow` cannot bring them back), any `task.return` entry dropped, a fresh one appended."""
+    glob in `allow` cannot bring them back), any `task.return` entry dropped, a fresh one appended; and
+    the `builtins` whose description speaks of the run's reply reworded for a delegated task (with the
+    Profile's own roots), unless the Profile overrides their description itself."""
     allow = [a for a in profile.allow if a != TASK_RETURN_ID] + [TASK_RETURN_ID]
     deny = [d for d in profile.deny if not matches(d, TASK_RETURN_ID)]
     deny += [d for d in RETURN_MODE_DROPPED if d not in deny]
-    return profile.model_copy(update={"allow": allow, "deny": deny})
+    child = profile.model_copy(update={"allow": allow, "deny": deny})
+    descriptions = dict(profile.descriptions)
+    for descriptor in builtins:
+        key = str(descriptor.id)
+        if key in descriptions or key in RETURN_MODE_DROPPED:
+            continue
+        shown = descriptor.materialize(descriptor, child) if descriptor.materialize is not None else descriptor
+        reworded = _REPLY_BODY.sub(DELEGATED_WORDING, shown.description)
+        if reworded != shown.description:
+            descriptions[key] = DescriptionOverride(description=reworded)
+    return child.model_copy(update={"descriptions": descriptions}) if descriptions != profile.descriptions else child
 
 
 def _model_for(link: RunLink, target: AgentProfile) -> Any:
@@ -71,7 +91,8 @@ def start_child(link: RunLink, target: AgentProfile, packet: dict[str, Any], ctx
     parent = link.agent
     task = ChildTask(new_task_id(), target.id, packet, link.run_id, link.stage, ctx.invocation.id, ctx.call_id,
                      f"run_{uuid.uuid4().hex[:16]}", link.board.workspace_key(target.id))
-    profile = return_mode(target.profile or link.runtime.profile)
+    source = link.runtime.catalog.source("builtin")
+    profile = return_mode(target.profile or link.runtime.profile, source.descriptors() if source is not None else ())
     child = Agent(link.runtime, model, instructions=target.instructions, max_turns=parent.max_turns,
                   max_tokens=max_tokens, scene=parent.scene, headless=True, profile=profile, confirm=parent.confirm,
                   workspace=link.run_state.workspace_root, on_event=_forward(link, task.id, target.id),
