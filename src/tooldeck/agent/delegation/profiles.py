@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tomllib
@@ -69,7 +70,9 @@ class AgentProfile(BaseModel):
     delegation: DelegationPolicy = Field(default_factory=DelegationPolicy)
 
 
+@functools.lru_cache(maxsize=64)
 def default_agent(agent_id: str = ROOT_AGENT) -> AgentProfile:
+    """The agent of a run without a profile file (frozen, so one is shared: a run pays no validation)."""
     return AgentProfile(id=agent_id)
 
 
