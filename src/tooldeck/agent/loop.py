@@ -21,6 +21,9 @@ The run ends (`AgentResult.status`, docs/agent.md):
 - `cancelled`: the task awaiting `run` was cancelled; the HTTP request and the turn's tools are
   cancelled with it, the status is recorded, and `CancelledError` propagates.
 
+Delegation (agent/delegation/): the run's link closes with it, cancelling unfinished children and
+background legs; an `agent_handoff` hands the run to the target agent (`take_handoff`).
+
 With records on, the conversation is kept as the run's `agent` event stream (`run_events(run_id,
 "agent")`): the task, each model turn's text, calls, stop reason and usage, background reports, and
 the final status. The key is never in it.
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooldeck.agent import background
 from tooldeck.agent.delegation import link as links
+from tooldeck.agent.delegation.children import take_handoff
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.events import AgentEvent, AgentResult, OnAgentEvent, OnCommit, Status
 from tooldeck.agent.types import ModelClient, ModelConfig, ModelRequest, ModelTurn, StreamEvent, ToolChoice
@@ -95,12 +99,9 @@ class Agent:
         self.background_wait = background_wait
         self.completion_effects = completion_effects
         self._http_client = http_client
-        self.agent_id = agent_id
-        """The agent profile this run acts as (`<home>/agents/<id>.toml`: its delegation policy); None: `main`."""
-        self.parent_task: Any = None
-        """The delegated task a return-mode child works on (set by agent/delegation/children.py)."""
-        self.lineage: dict[str, Any] = {}
-        """What `run_started` records of the run's parent (parent run, task, invocation), for a child run."""
+        self.agent_id = agent_id  # the agent profile the run acts as (<home>/agents/<id>.toml); None: `main`
+        self.parent_task: Any = None  # a return-mode child's task (agent/delegation/children.py)
+        self.lineage: dict[str, Any] = {}  # what a child run's `run_started` records of its parent
         self._keep_open = False
         self.result: AgentResult | None = None
         """The last run's result (also after a cancelled run, whose `run` raised)."""
@@ -157,9 +158,7 @@ class _Run:
         self.result = AgentResult("failed", run_id)
         self.messages: list[dict[str, Any]] = []
         self._turn_no = 0
-        self.instructions = agent.instructions
-        self.profile = agent.profile
-        """The stage's instructions and Profile (a handoff gives the run the target agent's)."""
+        self.instructions, self.profile = agent.instructions, agent.profile  # the stage's (a handoff changes them)
         self.last_snapshot: Any = None
         self.link: links.RunLink | None = None
 
@@ -262,11 +261,8 @@ class _Run:
                 return _ANSWER_STATUS.get(turn.stop_reason, "completed")
             done_by = await self._run_calls(inv, turn)
             if done_by is not None:
-                if self.link is not None and self.link.handoff is not None:
-                    from tooldeck.agent.delegation.children import take_handoff
-
-                    if take_handoff(self):
-                        continue
+                if self.link is not None and self.link.handoff is not None and take_handoff(self):
+                    continue
                 result.completed_by = done_by
                 return "completed"
 
@@ -300,8 +296,6 @@ class _Run:
         result, on_commit = self.result, self.agent.on_commit
         for commit in workspace_effects.commits(inv):
             result.commits.append(commit)
-            if self.link is not None:
-                self.link.committed += 1
             result.reply = commit.text if commit.mode == "replace" or result.reply is None \
                 else result.reply + commit.text
             self._event("commit", turn=self._turn_no, call_id=commit.call_id, path=commit.path, mode=commit.mode,
@@ -329,10 +323,8 @@ class _Run:
         context = inv.turn_context()
         if context:
             instructions = f"{instructions}\n\n{context}" if instructions else context
-        if self.link is not None:
-            agents = self.link.directory(inv.snapshot)
-            if agents:
-                instructions = f"{instructions}\n\n{agents}" if instructions else agents
+        if self.link is not None:  # the agents this one may delegate or hand off to
+            instructions = self.link.with_directory(instructions, inv.snapshot)
         return ModelRequest(self.messages, inv.tools(), instructions, agent.tool_choice,
                             agent.config.max_output_tokens, stream=agent.config.stream)
 

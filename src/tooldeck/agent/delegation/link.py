@@ -58,7 +58,6 @@ class RunLink:
         """Background subagent legs (agent/delegation/subagents.py `Leg`)."""
         self.clients: list[Any] = []
         """Model clients a handoff opened, closed with the run."""
-        self.committed = 0
         self._directory: tuple[Any, str | None] | None = None
 
     # -- the run's records and events --------------------------------------------------------------
@@ -106,7 +105,13 @@ class RunLink:
         snapshot = self.loop_run.last_snapshot
         names = {b.tool_id: b.call_name for b in snapshot.bindings} if snapshot is not None else {}
         return render.continuation_hint(names.get("builtin:workspace.commit"), names.get("builtin:workspace.finish"),
-                                        self.committed)
+                                        len(self.loop_run.result.commits))
+
+    def with_directory(self, instructions: str | None, snapshot: Any) -> str | None:
+        agents = self.directory(snapshot)
+        if not agents:
+            return instructions
+        return f"{instructions}\n\n{agents}" if instructions else agents
 
     def directory(self, snapshot: Any) -> str | None:
         """The agents this stage may call, for the instructions (when the snapshot has a delegation tool)."""
