@@ -131,11 +131,21 @@ def _usage_text(usage: Any) -> str:
 
 
 async def run_leg(link: RunLink, ctx: CallContext, spec: LegSpec, leg_id: str) -> tuple[str, dict[str, Any]]:
-    """Run one leg to its end: (the text for the caller, structured data). Errors are ToolCallErrors."""
+    """Run one leg to its end: (the text for the caller, structured data). Errors are ToolCallErrors.
+    The slot is taken before anything else awaits, so legs get their slots in the order they were called."""
+    model = model_for(link, spec.model)
+    sem = slots()
+    if sem.locked():
+        link.event("subagent_waiting", leg_id=leg_id, leg=spec.name or leg_id,
+                   text=f"waiting for a subagent slot: {MAX_LEGS} legs are running")
+    async with sem:
+        return await _leg(link, ctx, spec, leg_id, model)
+
+
+async def _leg(link: RunLink, ctx: CallContext, spec: LegSpec, leg_id: str, model: Any) -> tuple[str, dict[str, Any]]:
     from tooldeck.agent.delegation.sessions import Sessions, valid_id
     from tooldeck.agent.loop import Agent
 
-    model = model_for(link, spec.model)
     if spec.session_id is not None and not valid_id(spec.session_id):
         raise ToolCallError("tool.invalid_arguments", f"session_id {spec.session_id!r} must be 1-64 letters, digits, "
                             "`-` or `_`")
@@ -157,12 +167,7 @@ async def run_leg(link: RunLink, ctx: CallContext, spec: LegSpec, leg_id: str) -
                 workspace=link.run_state.workspace_root, on_event=forward, http_client=parent._http_client)
     leg.lineage = {"parent_run_id": link.run_id, "parent_invocation_id": ctx.invocation.id, "task_id": leg_id,
                    "agent_id": display, "mode": "subagent", "session_id": session.id}
-    sem = slots()
-    if sem.locked():
-        link.event("subagent_waiting", leg_id=leg_id, leg=display,
-                   text=f"waiting for a subagent slot: {MAX_LEGS} legs are running")
-    async with sem:
-        result = await leg.run(spec.task, run_id=run_id)
+    result = await leg.run(spec.task, run_id=run_id)
     usage = _usage_text(result.usage)
     link.record("subagent_leg", leg_id=leg_id, run_id=run_id, session_id=session.id, model=spec.model,
                 status=result.status, usage=result.usage.to_dict(), error_code=result.error_code)
