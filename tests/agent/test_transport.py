@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import time
 from contextlib import aclosing
 
@@ -43,7 +44,9 @@ async def test_429_with_retry_after_seconds_waits_then_succeeds(mock_provider: M
 
 
 async def test_429_with_retry_after_http_date(mock_provider: MockProvider) -> None:
-    when = email.utils.formatdate(time.time() + 2, usegmt=True)  # whole seconds: waits 1 to 2 s
+    # a date is whole seconds: rounded up, the wait is 2 s less however late the first request arrives
+    # (truncated, a first request 0.4 s late on a loaded machine left less than 0.9 s)
+    when = email.utils.formatdate(math.ceil(time.time()) + 2, usegmt=True)
     mock_provider.script(Reply.error(429, headers={"retry-after": when}), Reply.json(OK))
     assert await post(mock_provider) == OK
     first, second = mock_provider.requests

@@ -16,6 +16,9 @@ Events, in order (each a `kind` and a JSON-able `data` dict):
   `write_todo` saved (the whole list, as it now stands), after the turn that saved it
 - `background_reports` {turn, count, text}: reports added to the next model turn
 - `run_finished` {status, completed_by, text, reply, usage, turns, error_code, error}
+
+Delegation and subagents add (agent/delegation/, docs/agent.md): `task_started`, `task_finished`,
+`child_event` (a delegated child's events), `handoff`, `subagent_waiting`, `subagent_event`.
 """
 
 from __future__ import annotations

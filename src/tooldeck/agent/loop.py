@@ -21,6 +21,9 @@ The run ends (`AgentResult.status`, docs/agent.md):
 - `cancelled`: the task awaiting `run` was cancelled; the HTTP request and the turn's tools are
   cancelled with it, the status is recorded, and `CancelledError` propagates.
 
+Delegation (agent/delegation/): the run's link closes with it, cancelling unfinished children and
+background legs; an `agent_handoff` hands the run to the target agent (`take_handoff`).
+
 With records on, the conversation is kept as the run's `agent` event stream (`run_events(run_id,
 "agent")`): the task, each model turn's text, calls, stop reason and usage, background reports, and
 the final status. The key is never in it.
@@ -37,6 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.agent import background
+from tooldeck.agent.delegation import link as links
+from tooldeck.agent.delegation.children import take_handoff
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.events import AgentEvent, AgentResult, OnAgentEvent, OnCommit, Status
 from tooldeck.agent.types import ModelClient, ModelConfig, ModelRequest, ModelTurn, StreamEvent, ToolChoice
@@ -55,8 +60,9 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TURNS = 50
 RUN_EVENTS = "agent"
 """The run event stream the loop records the conversation in."""
-COMPLETION_EFFECTS = frozenset({workspace_effects.FINISH})
-"""Effect kinds of the completion tools: a call that produced one ends the run."""
+COMPLETION_EFFECTS = frozenset({workspace_effects.FINISH, "task_returned", "handoff_accepted"})
+"""Effect kinds of the completion tools: a call that produced one ends the run (`agent_handoff`'s ends
+the stage: the target agent continues the run, agent/delegation/children.py)."""
 _ANSWER_STATUS: dict[str, Status] = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
 
@@ -71,7 +77,7 @@ class Agent:
                  confirm: Confirm | None = None, workspace: str | Path | None = None,
                  on_event: OnAgentEvent | None = None, on_commit: OnCommit | None = None,
                  background_wait: float = 300.0, completion_effects: frozenset[str] = COMPLETION_EFFECTS,
-                 http_client: Any = None, ask_user: AskUser | None = None) -> None:
+                 http_client: Any = None, ask_user: AskUser | None = None, agent_id: str | None = None) -> None:
         self.runtime = runtime
         if isinstance(model, ModelConfig):
             self.config = model
@@ -97,6 +103,9 @@ class Agent:
         self.background_wait = background_wait
         self.completion_effects = completion_effects
         self._http_client = http_client
+        self.agent_id = agent_id  # the agent profile the run acts as (<home>/agents/<id>.toml); None: `main`
+        self.parent_task: Any = None  # a return-mode child's task (agent/delegation/children.py)
+        self.lineage: dict[str, Any] = {}  # what a child run's `run_started` records of its parent
         self._keep_open = False
         self.result: AgentResult | None = None
         """The last run's result (also after a cancelled run, whose `run` raised)."""
@@ -131,6 +140,8 @@ class Agent:
             return await run.go()
         finally:
             self.result = run.result
+            if run.link is not None:  # unfinished children and background legs stop with the run
+                await run.link.aclose()
             if not self._keep_open:
                 await self.aclose()
 
@@ -151,6 +162,9 @@ class _Run:
         self.result = AgentResult("failed", run_id)
         self.messages: list[dict[str, Any]] = []
         self._turn_no = 0
+        self.instructions, self.profile = agent.instructions, agent.profile  # the stage's (a handoff changes them)
+        self.last_snapshot: Any = None
+        self.link: links.RunLink | None = None
 
     def _event(self, kind: str, **data: Any) -> None:
         if self.emit is not None:
@@ -163,7 +177,9 @@ class _Run:
     async def go(self) -> AgentResult:
         agent, result = self.agent, self.result
         cfg = agent.config
-        self._record("run_started", task=self.task, model=cfg.public(), instructions=agent.instructions)
+        self.link = links.attach(self)
+        self._record("run_started", task=self.task, model=cfg.public(), instructions=agent.instructions,
+                     **agent.lineage)
         self._event("run_started", run_id=self.run_id, model=cfg.public(), task=self.task)
         self.messages.extend(self.client.user_message(self.task))
         try:
@@ -205,7 +221,7 @@ class _Run:
         self._event("run_finished", **data)
 
     async def _turns(self) -> Status:
-        agent, result, client = self.agent, self.result, self.client
+        agent, result = self.agent, self.result
         rt = agent.runtime
         on_stream = self._stream_handler() if self.emit is not None else None
         notes: str | None = None
@@ -215,9 +231,10 @@ class _Run:
                 return "max_turns"
             if agent.max_tokens is not None and result.usage.total_tokens >= agent.max_tokens:
                 return "max_tokens"
-            inv = rt.invocation(self.provider, agent.scene, agent.profile, self.run_id, agent.headless,  # type: ignore[arg-type]
+            inv = rt.invocation(self.provider, agent.scene, self.profile, self.run_id, agent.headless,  # type: ignore[arg-type]
                                 confirm=agent.confirm, workspace=agent.workspace,
                                 ask_user=None if agent.headless else agent.ask_user)
+            self.last_snapshot = inv.snapshot
             result.invocation_ids.append(inv.id)
             if first and background.has_background(inv, self.resumed):
                 notes = background.drain(inv)
@@ -228,7 +245,7 @@ class _Run:
             result.turns += 1
             self._turn_no = result.turns
             self._event("turn_started", turn=result.turns)
-            turn = await client.complete(self._request(inv), on_stream)
+            turn = await self.client.complete(self._request(inv), on_stream)
             result.usage = result.usage + turn.usage
             result.text = turn.text
             self._record("model_turn", turn=result.turns, invocation_id=inv.id, text=turn.text,
@@ -237,7 +254,7 @@ class _Run:
             self._event("model_turn", turn=result.turns, invocation_id=inv.id, text=turn.text,
                         calls=[{"id": c.get("id"), "name": c.get("name")} for c in turn.calls],
                         stop_reason=turn.stop_reason, usage=turn.usage.to_dict())
-            self.messages.extend(client.assistant_message(turn))
+            self.messages.extend(self.client.assistant_message(turn))
             if not turn.calls:
                 if background.has_background(inv, self.resumed):
                     notes = background.drain(inv)
@@ -249,6 +266,8 @@ class _Run:
                 return _ANSWER_STATUS.get(turn.stop_reason, "completed")
             done_by = await self._run_calls(inv, turn)
             if done_by is not None:
+                if self.link is not None and self.link.handoff is not None and take_handoff(self):
+                    continue
                 result.completed_by = done_by
                 return "completed"
 
@@ -309,10 +328,12 @@ class _Run:
 
     def _request(self, inv: Invocation) -> ModelRequest:
         agent = self.agent
-        instructions = agent.instructions
+        instructions = self.instructions
         context = inv.turn_context()
         if context:
             instructions = f"{instructions}\n\n{context}" if instructions else context
+        if self.link is not None:  # the agents this one may delegate or hand off to
+            instructions = self.link.with_directory(instructions, inv.snapshot)
         return ModelRequest(self.messages, inv.tools(), instructions, agent.tool_choice,
                             agent.config.max_output_tokens, stream=agent.config.stream)
 

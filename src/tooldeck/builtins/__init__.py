@@ -31,6 +31,10 @@ OPTIONAL_FAMILIES: dict[str, tuple[str, ...]] = {
     "media": ("builtin:generate_image", "builtin:generate_audio"),
     "chatbots": ("builtin:list_chatbot", "builtin:send_to_chatbot"),
     "schedules": ("builtin:schedules",),
+    # delegation (TauriTavern) and subagents (Agenvoy): docs/agent.md, "Delegation and subagents"
+    "delegate": ("builtin:agent.delegate", "builtin:agent.await"),
+    "delegate_return": ("builtin:agent.handoff", "builtin:task.return"),
+    "subagents": ("builtin:subagents", "builtin:background.subagents"),
     # Agenvoy's file family (issue 17 item 1), offered per the Profile's `builtins` key
     "agenvoy_files": ("builtin:find_files", "builtin:read_files", "builtin:edit_file", "builtin:remove_file",
                       "builtin:restore_file", "builtin:file_history", "builtin:run_command"),

@@ -78,6 +78,10 @@ COMMIT = ToolDescriptor(
 
 # -- finish -------------------------------------------------------------------------------------------
 def finish(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    link = ctx.run.state.get("agent.link")  # agent/delegation/link.py: a return-mode child ends with task_return
+    if link is not None and link.parent_task is not None:
+        raise ToolCallError("agent.child_finish_denied", f"`{ctx.call_name}` cannot end a delegated task; call "
+                            "`task_return` with your result instead.")
     turn = ctx.turn
     failed = turn.failed_before(ctx.index)
     if failed:

@@ -118,15 +118,30 @@ def show_cmd(
     try:
         history = store.history(invocation_id)
         relayed = _relayed(store, history.summary.run_id, invocation_id)
+        parent = _parent(store, history.summary.run_id)
     except TooldeckError as exc:
         usage_errors(exc)
     finally:
         store.close()
     if as_json:
         calls = [{**call_dict(c), "relayed": relayed.get(c.call_id, [])} for c in history.calls]
-        print_json({"invocation": summary_dict(history.summary), "calls": calls})
+        print_json({"invocation": summary_dict(history.summary), "calls": calls, "parent": parent})
         return
+    if parent is not None:  # a delegated child run: the run, task and invocation it was started from
+        typer.echo(f"{'parent':<10}  run {parent['run_id']} (task {parent['task_id']}, agent {parent['agent_id']}, "
+                   f"invocation {parent['invocation_id']})")
     _print_history(history.summary, history.calls, long=long, relayed=relayed)
+
+
+def _parent(store: SqliteRecorder, run_id: str | None) -> dict[str, Any] | None:
+    """What a delegated child run's `run_started` event names of its parent (docs/agent.md), else None."""
+    if run_id is None:
+        return None
+    for event in store.run_events(run_id, "agent"):
+        if event.get("type") == "run_started" and event.get("parent_run_id"):
+            return {"run_id": event["parent_run_id"], "task_id": event.get("task_id"),
+                    "agent_id": event.get("agent_id"), "invocation_id": event.get("parent_invocation_id")}
+    return None
 
 
 def _relayed(store: SqliteRecorder, run_id: str | None, invocation_id: str) -> dict[str, list[dict[str, Any]]]:
