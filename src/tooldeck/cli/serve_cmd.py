@@ -102,7 +102,6 @@ def _stop_on_sigterm() -> Iterator[None]:
 def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, token: str | None,
            allow_host: list[str] | None, allow_origin: list[str] | None, loading: Loading | None,
            connect: str | None, scene: str, records: bool, log_level: str, names: str | None = None) -> None:
-    import anyio
 
     from tooldeck.core.descriptors import Scene
     from tooldeck.core.errors import TooldeckError
@@ -142,7 +141,7 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
     try:
         if address is None:
             typer.echo(f"tooldeck serving MCP on stdio (home {runtime.home})", err=True)
-            anyio.run(mcp.run_stdio)
+            mcp.run_stdio_blocking()
         else:
             _serve_http(mcp, address, allow_host or [], allow_origin or [], token)
     except KeyboardInterrupt:
@@ -197,10 +196,8 @@ def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], 
         print(f"tooldeck serving MCP on {url}{auth}", flush=True)
         print(f"home {mcp.runtime.home}; stop with Ctrl-C", file=sys.stderr, flush=True)
 
-    import anyio
-
     try:
-        anyio.run(mcp.serve_http, sock, guard, ready)
+        mcp.serve_http_blocking(sock, guard, ready)
     finally:
         sock.close()
 

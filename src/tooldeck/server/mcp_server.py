@@ -24,7 +24,6 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -44,11 +43,13 @@ from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
 from tooldeck.server.listen import ResourceListen
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
+from tooldeck.server.one_loop import serve_on_mcp_loop
 from tooldeck.server.raw_arguments import RawArguments
 from tooldeck.server.relay_requests import DownstreamPeer, progress_token, request_log_level
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
 from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
+from tooldeck.server.stdio import stdio_streams
 from tooldeck.server.upstream import UpstreamRelay
 from tooldeck.snapshot.deferred import RUN_TOOL
 from tooldeck.sources.mcp import collect_results, relay_to
@@ -305,8 +306,24 @@ class TooldeckMCPServer:
         return await self.upstream.complete(params, self._recorder(ctx))
 
     # -- transports -------------------------------------------------------------------------------
+    def run_stdio_blocking(self) -> None:
+        """Serve on stdin/stdout until the client closes stdin (or Ctrl-C/SIGTERM), on the runtime's MCP loop
+        (`one_loop.py`)."""
+        serve_on_mcp_loop(self.runtime, self.run_stdio)
+
+    def serve_http_blocking(self, sock: socket.socket, guard: HttpGuard,
+                            on_ready: Callable[[], None] | None = None) -> None:
+        """`serve_http` until Ctrl-C/SIGTERM (uvicorn's graceful shutdown), on the runtime's MCP loop."""
+        serve_on_mcp_loop(self.runtime, lambda: self.serve_http(sock, guard, on_ready), self._stop_http)
+
+    def _stop_http(self) -> None:
+        server = self.http_server
+        if server is not None:  # as uvicorn's own signal handler: a second stop forces the exit
+            server.force_exit = server.should_exit
+            server.should_exit = True
+
     async def run_stdio(self) -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_streams() as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     def http_app(self, guard: HttpGuard) -> ASGIApp:
