@@ -5,6 +5,7 @@ as an `InputRequiredResult`, and its retry carries the answers back while the up
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,35 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+async def test_a_held_call_whose_client_never_answers_ends_with_the_upstream_timeout(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    entry = json.loads((home / "mcp.json").read_text())
+    entry["mcpServers"]["fx"]["call_timeout_s"] = 2.0
+    (home / "mcp.json").write_text(json.dumps(entry))
+    seen = Downstream()
+    with http_server(home) as served:
+        async with Client(served.url, mode="auto", read_timeout_seconds=DEADLINE_S, **_callbacks(seen)) as client:
+            await _listed(client)
+            first = await client.session.call_tool("mcp__fx__ask_model", {"prompt": "hi"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and list(first.input_requests or {}) == ["upstream_1"]
+            state = first.request_state
+            assert state is not None and state.startswith("held:")
+            # The client never answers: the upstream call ends with its own timeout, and so does the held call.
+            store = SqliteRecorder(home / "records.sqlite")
+            try:
+                with anyio.fail_after(DEADLINE_S):
+                    while not [c for s in store.list_invocations(50) for c in store.history(s.invocation_id).calls
+                               if c.status != "started"]:
+                        await anyio.sleep(0.2)
+                [call] = [c for s in store.list_invocations(50) for c in store.history(s.invocation_id).calls]
+                assert call.status == "outcome_unknown" and call.result is not None
+                assert call.result.error_code == "mcp.call_timeout"
+            finally:
+                store.close()
+            late = await client.session.call_tool("mcp__fx__ask_model", {"prompt": "hi"}, request_state=state,
+                                                  input_responses={}, allow_input_required=True)
+    assert isinstance(late, types.CallToolResult) and late.is_error  # the timeout, kept for the late retry
+    assert (late.meta or {}).get("tooldeck/error_code") == "mcp.call_timeout"
+    assert seen.sampled == []
