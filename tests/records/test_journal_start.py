@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from tooldeck.records import journal
 from tooldeck.records.store import SqliteRecorder
 
 from .support import snapshot, start_invocation
-from .test_journal import _kill, _poll, _rows, _worker
+from .test_journal import DEADLINE_S, _kill, _poll, _rows, _worker
 
 
 def _invocations(db: Path) -> list[str]:
@@ -81,3 +82,35 @@ def _all(db: Path) -> tuple[Any, ...]:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         return tuple(conn.execute(f"SELECT * FROM {table}").fetchall()
                      for table in ("invocations", "owner_invocations", "events", "turns", "results"))
+
+
+def test_a_read_waits_for_a_commit_another_thread_has_in_flight(tmp_path: Path) -> None:
+    db = tmp_path / "records.sqlite"
+    store = SqliteRecorder(db)
+    group = store._group
+    assert group is not None
+    group.delay_s = group.backstop_s = 3600.0
+    snap = snapshot()
+    start_invocation(store, snap, "run_a")
+    second = start_invocation(store, snap, "run_a")  # journaled
+    real = group.committers[-1]
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(writes: list[Any]) -> None:
+        entered.set()
+        release.wait(DEADLINE_S)
+        real(writes)
+
+    group.committers[-1] = slow
+    committing = threading.Thread(target=group.flush)  # as the backstop thread does: the queue is taken
+    committing.start()
+    try:
+        assert entered.wait(DEADLINE_S)
+        threading.Timer(0.3, release.set).start()
+        # the queue is empty now, but its writes are not in SQLite yet: the read waits for them
+        assert [e.kind for e in store.events(second)] == ["invocation_started"]
+    finally:
+        release.set()
+        committing.join(DEADLINE_S)
+        group.committers[-1] = real
+        store.close()
