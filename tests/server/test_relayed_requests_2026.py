@@ -150,11 +150,13 @@ async def test_a_held_call_whose_client_never_answers_ends_with_the_upstream_tim
                         await anyio.sleep(0.2)
                 [call] = [c for s in store.list_invocations(50) for c in store.history(s.invocation_id).calls]
                 assert call.status == "outcome_unknown" and call.result is not None
-                assert call.result.error_code == "mcp.call_timeout"
+                # the SDK's timeout, or (on a loaded machine) tooldeck's own one a grace second later
+                assert call.result.error_code in ("mcp.call_timeout", "mcp.call_outcome_unknown")
+                recorded = call.result.error_code
             finally:
                 store.close()
             late = await client.session.call_tool("mcp__fx__ask_model", {"prompt": "hi"}, request_state=state,
                                                   input_responses={}, allow_input_required=True)
     assert isinstance(late, types.CallToolResult) and late.is_error  # the timeout, kept for the late retry
-    assert (late.meta or {}).get("tooldeck/error_code") == "mcp.call_timeout"
+    assert (late.meta or {}).get("tooldeck/error_code") == recorded
     assert seen.sampled == []
