@@ -6,8 +6,9 @@ Variants, measured round-robin in one run (medians of batches, so machine load f
 - `tooldeck stdio`   Runtime → MCP manager → fixture server (stdio), `await inv.arun([...])` on the host loop
 - `tooldeck stdio (sync)`  the same through the sync facade `inv.run([...])`
 - `direct http` / `tooldeck http`  the same against the fixture server over streamable HTTP (127.0.0.1)
-- `serve stdio` / `serve http`  mcp.Client → `tooldeck serve` (which proxies the fixture server), when
-  `tooldeck serve` is available
+- `serve stdio` / `serve http`  mcp.Client → `tooldeck serve` (which proxies the fixture server over stdio), when
+  `tooldeck serve` is available; with `--baseline-src DIR` also `base stdio` / `base http`, the same through a
+  `tooldeck serve` running another checkout's `src/` (before/after a change, in the same run)
 - `loop hop`   one no-op coroutine through the MCP background loop (run_coroutine_threadsafe + wrap_future)
 - `response hook`  what the HTTP response hook that keeps failure evidence costs per POST (a plain MCP
   success, i.e. every call; and a 401, failures only), beside an empty hook, and as a share of the
@@ -16,7 +17,12 @@ Variants, measured round-robin in one run (medians of batches, so machine load f
 Targets (issue 12 item 7), as ratios in one run, no fixed allowance: the Runtime path ≤ 1.10 × direct (stdio
 and HTTP); client → `tooldeck serve` → server ≤ 1.5 × client → server, records on (serve's default).
 
+Wall-clock ratios on a loaded machine mostly measure the scheduler (each process hop waits for a core), so the
+bench also prints the CPU time each server process spent per call (user + system, from /proc): the fixture's
+for a direct call, `tooldeck serve`'s own (without its upstream) for a served one.
+
     python -m bench.mcp_bench
+    python -m bench.mcp_bench --baseline-src DIR    # e.g. git archive <commit> | tar -x -C /tmp/base; DIR=/tmp/base/src
 """
 
 from __future__ import annotations
@@ -95,6 +101,26 @@ def _serve_call(client: Client) -> Callable[[], Awaitable[Any]]:
     return run
 
 
+def _children(marker: bytes = b"") -> set[int]:
+    """The processes this one started (from /proc), those whose command line holds `marker`."""
+    me = os.getpid()
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent == me and marker in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    out.add(int(entry))
+            except OSError:
+                continue
+    return out
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _serve_available() -> bool:
     exe = shutil.which("tooldeck") or str(Path(PY).with_name("tooldeck"))
     try:
@@ -104,42 +130,42 @@ def _serve_available() -> bool:
     return out.returncode == 0 and "--stdio" in out.stdout
 
 
-async def measure(tmp: Path) -> tuple[dict[str, float], float, float]:
+async def _serve_variants(stack: AsyncExitStack, tmp: Path, label: str, env: dict[str, str],
+                          variants: dict[str, Callable[[], Awaitable[Any]]], pids: dict[str, int],
+                          procs: list[subprocess.Popen[bytes]]) -> None:
+    """`<label> stdio` and `<label> http`: an official client → `tooldeck serve` (records on) → the fixture (stdio)."""
+    exe = str(Path(PY).with_name("tooldeck"))
+    home = tmp / label
+    _runtime(home, {"command": PY, "args": [str(FIXTURE)]}).close()
+    (home / "profile.toml").write_text('loading = "eager"\n')  # tools called by name
+    before = _children(b"serve")
+    client = await stack.enter_async_context(Client(StdioServerParameters(
+        command=exe, args=["serve", "--stdio", "--home", str(home), "--scene", "chat"], env=env), cache=None))
+    [pids[f"{label} stdio"]] = _children(b"serve") - before
+    variants[f"{label} stdio"] = _serve_call(client)
+    port = free_port()
+    proc = subprocess.Popen([exe, "serve", "--http", f"127.0.0.1:{port}", "--home", str(home), "--scene", "chat"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    procs.append(proc)
+    pids[f"{label} http"] = proc.pid
+    wait_port(port)
+    client = await stack.enter_async_context(Client(f"http://127.0.0.1:{port}/mcp", cache=None))
+    variants[f"{label} http"] = _serve_call(client)
+
+
+async def measure(tmp: Path, baseline_src: str | None = None) -> tuple[dict[str, float], float, float]:
     port = free_port()
     http_server = subprocess.Popen([PY, str(FIXTURE), "--http", str(port)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
-    serve_http: subprocess.Popen[bytes] | None = None
+    procs: list[subprocess.Popen[bytes]] = [http_server]
+    pids: dict[str, int] = {}  # the server process of a variant that has one of its own (not the shared HTTP fixture)
     try:
         wait_port(port)
         url = f"http://127.0.0.1:{port}/mcp"
         stdio_rt = _runtime(tmp / "stdio", {"command": PY, "args": [str(FIXTURE)]})
         http_rt = _runtime(tmp / "http", {"url": url})
         variants: dict[str, Callable[[], Awaitable[Any]]] = {}
-        async with AsyncExitStack() as stack:
-            direct = await stack.enter_async_context(
-                Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]), cache=None))
-            direct_http = await stack.enter_async_context(Client(url, cache=None))
-            variants["direct stdio"] = _direct_call(direct)
-            variants["tooldeck stdio"] = _tooldeck_call(stdio_rt)
-            variants["direct http"] = _direct_call(direct_http)
-            variants["tooldeck http"] = _tooldeck_call(http_rt)
-            if _serve_available():
-                exe = str(Path(PY).with_name("tooldeck"))
-                serve_home = tmp / "serve"
-                _runtime(serve_home, {"command": PY, "args": [str(FIXTURE)]}).close()
-                (serve_home / "profile.toml").write_text('loading = "eager"\n')  # tools called by name
-                serve_stdio = await stack.enter_async_context(Client(StdioServerParameters(
-                    command=exe, args=["serve", "--stdio", "--home", str(serve_home), "--scene", "chat"],
-                    env=dict(os.environ)), cache=None))
-                variants["serve stdio"] = _serve_call(serve_stdio)
-                serve_port = free_port()
-                serve_http = subprocess.Popen([exe, "serve", "--http", f"127.0.0.1:{serve_port}", "--home",
-                                               str(serve_home), "--scene", "chat"],
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                wait_port(serve_port)
-                client = await stack.enter_async_context(Client(f"http://127.0.0.1:{serve_port}/mcp", cache=None))
-                variants["serve http"] = _serve_call(client)
-            results = await ainterleaved_ms(variants, INNER, REPEATS)
+        results = await _interleaved(tmp, url, stdio_rt, http_rt, variants, pids, procs, baseline_src)
         sync_ms = await asyncio.to_thread(_sync_facade, stdio_rt)
         hop_us = await _hop_us()
         results["hooks"] = await _hook_us()  # type: ignore[assignment]
@@ -147,7 +173,7 @@ async def measure(tmp: Path) -> tuple[dict[str, float], float, float]:
         http_rt.close()
         return results, sync_ms, hop_us
     finally:
-        for proc in (http_server, serve_http):
+        for proc in procs:
             if proc is not None:
                 proc.terminate()
                 try:
@@ -155,6 +181,42 @@ async def measure(tmp: Path) -> tuple[dict[str, float], float, float]:
                 except subprocess.TimeoutExpired:  # uvicorn may wait on open streams; the figures are in
                     proc.kill()
                     proc.wait(5)
+
+
+async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
+                       variants: dict[str, Callable[[], Awaitable[Any]]], pids: dict[str, int],
+                       procs: list[subprocess.Popen[bytes]], baseline_src: str | None) -> dict[str, float]:
+    """Every variant, round-robin; the figures are returned even when closing a client fails afterwards."""
+    results: dict[str, float] = {}
+    try:
+        async with AsyncExitStack() as stack:
+            before = _children(FIXTURE.name.encode())
+            direct = await stack.enter_async_context(
+                Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]), cache=None))
+            [pids["direct stdio"]] = _children(FIXTURE.name.encode()) - before
+            direct_http = await stack.enter_async_context(Client(url, cache=None))
+            variants["direct stdio"] = _direct_call(direct)
+            variants["tooldeck stdio"] = _tooldeck_call(stdio_rt)
+            variants["direct http"] = _direct_call(direct_http)
+            variants["tooldeck http"] = _tooldeck_call(http_rt)
+            if _serve_available():
+                await _serve_variants(stack, tmp, "serve", dict(os.environ), variants, pids, procs)
+                if baseline_src is not None:
+                    await _serve_variants(stack, tmp, "base", {**os.environ, "PYTHONPATH": baseline_src}, variants,
+                                          pids, procs)
+            for fn in variants.values():  # warm up outside the CPU window
+                for _ in range(5):
+                    await fn()
+            cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
+            results = await ainterleaved_ms(variants, INNER, REPEATS)
+            calls = REPEATS * INNER + 5
+            for name, pid in pids.items():
+                results[f"cpu {name}"] = (_cpu_s(pid) - cpu0[name]) / calls * 1e3
+    except Exception as exc:  # a client that fails to close after the run (a server gone first) loses no figure
+        if not results:
+            raise
+        print(f"warning: closing the clients failed after the run: {exc!r}", file=sys.stderr)
+    return results
 
 
 def _sync_facade(rt: Runtime) -> float:
@@ -221,18 +283,21 @@ async def _hop_us() -> float:
         loop.stop()
 
 
-def main() -> None:
+def main(baseline_src: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        results, sync_ms, hop_us = asyncio.run(measure(Path(tmp)))
+        results, sync_ms, hop_us = asyncio.run(measure(Path(tmp), baseline_src))
     empty_us, ok_us, refused_us = results.pop("hooks")  # type: ignore[misc]
-    print(f"median call_tool latency, ms (batches of {INNER}, {REPEATS} batches, round-robin)")
+    cpu = {name.removeprefix("cpu "): results.pop(name) for name in list(results) if name.startswith("cpu ")}
+    print(f"median call_tool latency, ms (batches of {INNER}, {REPEATS} batches, round-robin; load average "
+          f"{os.getloadavg()[0]:.1f})")
     for name, ms in results.items():
-        print(f"  {name:<24} {ms:7.3f} ms")
+        extra = f"   server process CPU {cpu[name]:6.3f} ms/call" if name in cpu else ""
+        print(f"  {name:<24} {ms:7.3f} ms{extra}")
     print(f"  {'tooldeck stdio (sync)':<24} {sync_ms:7.3f} ms")
     print(f"  {'loop hop (no-op)':<24} {hop_us / 1000:7.3f} ms  ({hop_us:.0f} µs)")
     for transport in ("stdio", "http"):
         direct = results[f"direct {transport}"]
-        for variant, target in (("tooldeck", RUNTIME_TARGET), ("serve", SERVE_TARGET)):
+        for variant, target in (("tooldeck", RUNTIME_TARGET), ("serve", SERVE_TARGET), ("base", SERVE_TARGET)):
             ours = results.get(f"{variant} {transport}")
             if ours is None:
                 continue
@@ -245,4 +310,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 2 and sys.argv[1] == "--baseline-src":
+        main(str(Path(sys.argv[2]).resolve()))
+    else:
+        main()

@@ -185,9 +185,14 @@ class Runtime:
         snapshot: Snapshot | None = None,
         workspace: str | Path | None = None,
         ask_user: AskUser | None = None,
+        record: bool = True,
     ) -> Invocation:
-        """`ask_user`: who answers the `ask_user` tool in this invocation; default: the Runtime's answerer unless
-        the invocation is headless. The tool is offered only when there is one (docs/agent.md)."""
+        """A new invocation on a frozen snapshot (`snapshot`, or one prepared for `scene` and `profile`). With
+        records on it is recorded at once (`invocation_started`) unless `record` is False: a host that only
+        reads the snapshot and the turn context from it (`tooldeck serve` building a session's tool list)
+        must not run calls through such an invocation, whose calls could not be recorded. `ask_user`: who
+        answers the `ask_user` tool in this invocation; default: the Runtime's answerer unless the invocation
+        is headless. The tool is offered only when there is one (docs/agent.md)."""
         if provider not in PROTOCOLS:
             raise TooldeckError("invocation.provider_invalid",
                                 f"unknown provider {provider!r}; expected one of {', '.join(PROTOCOLS)}")
@@ -204,7 +209,7 @@ class Runtime:
                                       probes=HOST_PROBES, home=self.home, can_ask=answerer is not None)
             snapshot, diagnostics = self.snapshots.prepare(ctx, prof)
         inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics, answerer)
-        if self.recording:
+        if self.recording and record:
             self.recorder.invocation_started(InvocationInfo(run.run_id, inv.id, snapshot.provider, scene, headless,
                                                             snapshot.id, self.snapshots.json(snapshot), time.time()))
         return inv

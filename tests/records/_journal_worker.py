@@ -7,6 +7,9 @@ comes (the delay is an hour), so what it wrote is only in its journal when the t
                                               `run` returned
     python _journal_worker.py HOME marked     a turn committed (its segment marked), then another one not:
                                               prints "marked INV"
+    python _journal_worker.py HOME second     a turn committed, then a second invocation on the same run and
+                                              snapshot (its start journaled) with a one-call turn of `echo`:
+                                              prints "second INV2"
 Then it waits to be killed.
 """
 
@@ -36,8 +39,14 @@ def main() -> None:
         """Answer at once."""
         return f"echo {note}"
 
-    inv = rt.invocation("openai")
-    if mode == "marked":
+    inv = rt.invocation("openai", run_id="run_journal")
+    if mode == "second":
+        inv.run([{"id": "e1", "name": "echo", "arguments": '{"note": "one"}'}])
+        rt.recorder.flush()  # type: ignore[attr-defined]  # the run and the snapshot are stored
+        second = rt.invocation("openai", run_id="run_journal", snapshot=inv.snapshot)
+        second.run([{"id": "e2", "name": "echo", "arguments": '{"note": "two"}'}])
+        print(f"second {second.id}", flush=True)
+    elif mode == "marked":
         inv.run([{"id": "e1", "name": "echo", "arguments": '{"note": "one"}'}])
         rt.recorder.flush()  # type: ignore[attr-defined]  # committed, and the segment marked so
         inv.run([{"id": "e2", "name": "echo", "arguments": '{"note": "two"}'}])

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, cast
@@ -33,7 +33,6 @@ from tooldeck.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from tooldeck.runtime import Runtime
     from tooldeck.server.address import HttpAddress
     from tooldeck.server.mcp_server import TooldeckMCPServer
 
@@ -107,7 +106,6 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
            allow_host: list[str] | None, allow_origin: list[str] | None, loading: Loading | None,
            connect: str | None, scene: str, records: bool, log_level: str, names: str | None = None,
            schedules: bool = True) -> None:
-    import anyio
 
     from tooldeck.core.descriptors import Scene
     from tooldeck.core.errors import TooldeckError
@@ -147,7 +145,7 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
     try:
         if address is None:
             typer.echo(f"tooldeck serving MCP on stdio (home {runtime.home})", err=True)
-            anyio.run(_with_schedules, runtime if schedules else None, mcp.run_stdio)
+            mcp.run_stdio_blocking(schedules=schedules)
         else:
             _serve_http(mcp, address, allow_host or [], allow_origin or [], token, schedules)
     except KeyboardInterrupt:
@@ -180,17 +178,6 @@ def _check_usage(stdio: bool, http: str | None, scene: str, log_level: str, http
         raise
 
 
-async def _with_schedules(runtime: Runtime | None, serve: Callable[..., Awaitable[None]], *args: object) -> None:
-    """Serve; with a runtime, its home's due schedules run beside the server, on the server's loop."""
-    if runtime is None:
-        await serve(*args)
-        return
-    from tooldeck.schedules.runner import serving
-
-    async with serving(runtime):
-        await serve(*args)
-
-
 def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], origins: list[str],
                 token: str | None, schedules: bool = True) -> None:
     from tooldeck.core.errors import TooldeckError
@@ -213,10 +200,8 @@ def _serve_http(mcp: TooldeckMCPServer, address: HttpAddress, hosts: list[str], 
         print(f"tooldeck serving MCP on {url}{auth}", flush=True)
         print(f"home {mcp.runtime.home}; stop with Ctrl-C", file=sys.stderr, flush=True)
 
-    import anyio
-
     try:
-        anyio.run(_with_schedules, mcp.runtime if schedules else None, mcp.serve_http, sock, guard, ready)
+        mcp.serve_http_blocking(sock, guard, ready, schedules=schedules)
     finally:
         sock.close()
 

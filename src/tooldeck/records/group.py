@@ -74,6 +74,8 @@ class GroupCommit:
         self._committing = threading.Lock()
         """One commit at a time (the thread, a reader's flush, close)."""
         self._queue: list[Any] = []
+        self._inflight = False
+        """A batch taken from the queue and not yet committed (`pending` stays true until it is)."""
         self._journal: Journal | None = None
         self._armed = False
         self._due = 0.0
@@ -169,7 +171,8 @@ class GroupCommit:
 
     @property
     def pending(self) -> bool:
-        return bool(self._queue) and self._pid == current_pid()
+        """Writes queued, or being committed right now by another thread (a reader must wait for those too)."""
+        return bool(self._queue or self._inflight) and self._pid == current_pid()
 
     def flush(self) -> None:
         """Commit every queued write now (one transaction), then mark the journal (records/journal.py)."""
@@ -182,6 +185,7 @@ class GroupCommit:
                 self._armed = False
                 journal = self._journal
                 mark = journal.mark() if journal is not None else None
+                self._inflight = bool(writes)
             if not writes:
                 return
             try:
@@ -191,8 +195,10 @@ class GroupCommit:
                     self._queue[:0] = writes
                     self._armed = True
                     self._due = time.monotonic() + RETRY_AFTER_S  # the thread tries again
+                    self._inflight = False
                 self._wake.set()
                 raise
+            self._inflight = False
             with self._lock:
                 if journal is self._journal:
                     journal.committed(mark)  # type: ignore[union-attr,arg-type]

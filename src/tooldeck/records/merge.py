@@ -1,8 +1,11 @@
 """The journaled writes of a turn, and their merge into SQLite.
 
-Two writes go through the journal (records/journal.py, records/group.py): a turn's admission and a
-batch of its results, each as a journal entry (a JSON list):
+Three writes go through the journal (records/journal.py, records/group.py): the start of an invocation
+whose run and snapshot are already stored, a turn's admission and a batch of its results, each as a journal
+entry (a JSON list):
 
+    ["i", invocation_id, run_id, snapshot_id, provider, scene, headless, created_at, owner_id, event]
+        event: the text of its `invocation_started` event
     ["a", invocation_id, round, owner_id, requested_at, n, dense, calls, refusals]
         refusals: null, or [n, errors, unknown, recorded_at, results] (the turn's batch 0)
     ["r", invocation_id, round, batch, n, errors, unknown, recorded_at, results]
@@ -38,6 +41,38 @@ _UNSETTLE = "UPDATE owners SET settled = 0 WHERE owner_id = ?"
 
 Read = Callable[[str, tuple[Any, ...]], list[Any]]
 WriteTx = Callable[[Callable[[sqlite3.Connection], Any]], Any]
+
+
+_INSERT_INVOCATION = ("INSERT INTO invocations (invocation_id, run_id, snapshot_id, provider, scene, headless, "
+                      "created_at, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_STARTED_EVENT = "INSERT INTO events (invocation_id, kind, data, at) VALUES (?, 'invocation_started', ?, ?)"
+
+
+class Started:
+    """An invocation's start (its `invocations` row, its owner and its `invocation_started` event), journaled
+    when its run and snapshot rows are already stored: a host that starts an invocation per call on one
+    snapshot (`tooldeck serve`) then writes no SQLite transaction of its own for it."""
+
+    __slots__ = ("at", "event", "headless", "invocation_id", "owner_id", "provider", "run_id", "scene", "snapshot_id")
+
+    def __init__(self, invocation_id: str, run_id: str, snapshot_id: str, provider: str, scene: str, headless: int,
+                 at: float, owner_id: int, event: str) -> None:
+        self.invocation_id, self.run_id, self.snapshot_id = invocation_id, run_id, snapshot_id
+        self.provider, self.scene, self.headless, self.at = provider, scene, headless, at
+        self.owner_id, self.event = owner_id, event
+
+    def entry(self) -> list[Any]:
+        return ["i", self.invocation_id, self.run_id, self.snapshot_id, self.provider, self.scene, self.headless,
+                self.at, self.owner_id, self.event]
+
+    def row(self) -> tuple[Any, ...]:
+        return (self.invocation_id, self.run_id, self.snapshot_id, self.provider, self.scene, self.headless, self.at,
+                self.owner_id)
+
+    def apply(self, conn: sqlite3.Connection, conflicted: set[tuple[str, int]] | None = None) -> None:
+        conn.execute(_INSERT_INVOCATION, self.row())
+        conn.execute(OWN_INVOCATION, (self.owner_id, self.invocation_id))
+        conn.execute(_INSERT_STARTED_EVENT, (self.invocation_id, self.event, self.at))
 
 
 class Admission:
@@ -104,16 +139,22 @@ _INSERT_BATCHES = ("INSERT INTO results (result_id, n, errors, unknown, recorded
                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
 
 
-def commit(conn: sqlite3.Connection, writes: list[Admission | Results], conflicted: set[tuple[str, int]]) -> None:
-    """Every write of a group commit in three statements run by SQLite (`executemany`), inside the
+Write = Started | Admission | Results
+
+
+def commit(conn: sqlite3.Connection, writes: list[Write], conflicted: set[tuple[str, int]]) -> None:
+    """Every write of a group commit in a few statements run by SQLite (`executemany`), inside the
     caller's write transaction: the commit thread holds the GIL only to build the rows. Turn ids are
     given here, after the largest one stored, which is what SQLite would give them: the transaction
     holds the write lock. Raises `Conflict` (the caller rolls back) when a batch's row was taken."""
     next_id: int = conn.execute("SELECT coalesce(max(turn_id), 0) + 1 FROM turns").fetchone()[0]
     turn_rows = []
     batch_rows = []
+    started = []
     for w in writes:
-        if type(w) is Admission:
+        if type(w) is Started:
+            started.append(w)
+        elif type(w) is Admission:
             turn_id = w.turn_id = next_id
             next_id += 1
             turn_rows.append((turn_id, w.invocation_id, w.round, w.owner_id, w.at, w.n, w.dense, w.calls))
@@ -126,13 +167,17 @@ def commit(conn: sqlite3.Connection, writes: list[Admission | Results], conflict
                 raise Conflict
             batch_rows.append(((turn_id << RESULT_BATCH_BITS) | w.batch, w.n, w.errors, w.unknown,  # type: ignore[union-attr]
                                w.at, w.results))  # type: ignore[union-attr]
+    if started:  # before the turns that reference them
+        conn.executemany(_INSERT_INVOCATION, [w.row() for w in started])
+        conn.executemany(OWN_INVOCATION, [(w.owner_id, w.invocation_id) for w in started])
+        conn.executemany(_INSERT_STARTED_EVENT, [(w.invocation_id, w.event, w.at) for w in started])
     if turn_rows:
         conn.executemany(_INSERT_TURN_AT, turn_rows)
     if batch_rows and conn.executemany(_INSERT_BATCHES, batch_rows).rowcount != len(batch_rows):
         raise Conflict
 
 
-def commit_writes(write: WriteTx, writes: list[Admission | Results], conflicted: set[tuple[str, int]]) -> None:
+def commit_writes(write: WriteTx, writes: list[Write], conflicted: set[tuple[str, int]]) -> None:
     """The group commit: every queued write in one transaction (`commit`). A batch someone else wrote
     first, or a write the store refuses (a round another process recorded meanwhile), fails them all:
     then they go through `apply` in one transaction, and should one be refused, each in its own, the
@@ -154,8 +199,8 @@ def commit_writes(write: WriteTx, writes: list[Admission | Results], conflicted:
             except (sqlite3.IntegrityError, TooldeckError) as refused:
                 if isinstance(refused, TooldeckError) and refused.code != "records.write_rejected":
                     raise
-                logger.error("the records store refused a journaled write of round %s of %s: %s",
-                             w.round, w.invocation_id, refused)
+                logger.error("the records store refused a journaled write (%s) of %s: %s",
+                             f"round {w.round}" if type(w) is not Started else "its start", w.invocation_id, refused)
 
 
 # -- segments of dead processes ------------------------------------------------------------------
@@ -213,7 +258,12 @@ def _merge(conn: sqlite3.Connection, owner_id: int, entries: list[list[Any]], pa
 
 def _merge_entry(conn: sqlite3.Connection, owner_id: int, entry: list[Any]) -> None:
     kind = entry[0]
-    if kind == "a":
+    if kind == "i":
+        _, invocation_id, run_id, snapshot_id, provider, scene, headless, at, writer, event = entry
+        if conn.execute("SELECT 1 FROM invocations WHERE invocation_id = ?", (invocation_id,)).fetchone():
+            return  # merged before its segment was deleted
+        Started(invocation_id, run_id, snapshot_id, provider, scene, headless, at, writer, event).apply(conn)
+    elif kind == "a":
         _, invocation_id, round, writer, at, n, dense, calls, batch0 = entry
         row = conn.execute(_TURN_OWNER, (invocation_id, round)).fetchone()
         if row is not None:

@@ -139,6 +139,14 @@ class SqliteRecorder(StoreReads):
         known = self._stored_snapshots.get(info.snapshot_id)
         snapshot_known = known is not None and (known is info.snapshot_json or known == info.snapshot_json)
         run_known = info.run_id in self._stored_runs
+        group = self._group
+        if run_known and snapshot_known and group is not None and not self._conns.closed:
+            # Only the invocation's own rows: journaled, committed with its turns (one transaction for many).
+            event = dump({"run_id": info.run_id, "snapshot_id": info.snapshot_id})
+            group.add(merge.Started(info.invocation_id, info.run_id, info.snapshot_id, info.provider, info.scene,
+                                    int(info.headless), info.created_at, owner_id, event), owner_id)
+            self._owned.add(info.invocation_id)
+            return
 
         def tx(conn: sqlite3.Connection) -> None:
             if not run_known:

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import socket
 import warnings
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,6 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -35,6 +34,7 @@ from tooldeck import __version__
 from tooldeck.builtins.ask_user_elicit import elicit_answerer
 from tooldeck.core.descriptors import Scene
 from tooldeck.core.errors import UNKNOWN_TOOL
+from tooldeck.invocation import Invocation
 from tooldeck.runtime import Runtime
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.config import ServeConfig
@@ -43,13 +43,16 @@ from tooldeck.server.connections import ACCEPT_BACKLOG, ConnectionLimiter, conne
 from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
+from tooldeck.server.held_calls import STATE_PREFIX, HeldCall, HeldCalls, unknown_state
 from tooldeck.server.listen import ResourceListen
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
+from tooldeck.server.one_loop import serve_on_mcp_loop
 from tooldeck.server.raw_arguments import RawArguments
-from tooldeck.server.relay_requests import DownstreamPeer, progress_token, request_log_level
+from tooldeck.server.relay_requests import DownstreamPeer, can_be_asked, progress_token, request_log_level
 from tooldeck.server.security import HttpGuard
 from tooldeck.server.session_cap import SessionCap
-from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, catalog_fingerprint
+from tooldeck.server.sessions import PROVIDER, ServeSession, SessionRegistry, ToolView, catalog_fingerprint
+from tooldeck.server.stdio import stdio_streams
 from tooldeck.server.upstream import UpstreamRelay
 from tooldeck.snapshot.deferred import RUN_TOOL
 from tooldeck.sources.mcp import collect_results, relay_to
@@ -99,6 +102,8 @@ class TooldeckMCPServer:
         self.bus = InMemorySubscriptionBus()
         self._listen = ResourceListen(self.bus)
         self._fingerprint: bytes | None = None
+        self.held = HeldCalls()
+        """2026-07-28 calls held for the client's answers to upstream requests (`held_calls.py`)."""
         self.http_server: Any = None
         """The uvicorn server while `serve_http` runs (its `should_exit` stops it)."""
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still the handshake era's way
@@ -132,6 +137,7 @@ class TooldeckMCPServer:
                 yield {}
             finally:
                 self._listen.close()
+                self.held.close()
                 tg.cancel_scope.cancel()
 
     async def _watch(self, interval: float) -> None:
@@ -193,11 +199,21 @@ class TooldeckMCPServer:
         other JSON value, which the gate refuses as `tool.invalid_arguments`)."""
         if not name:
             raise MCPError(types.INVALID_PARAMS, "tools/call needs a tool name; see tools/list for the names.")
+        raw_params = params if params is not None else ctx.params
+        modern_client = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        state = params.request_state if params is not None and modern_client else None
+        if state is not None and state.startswith(STATE_PREFIX):  # the retry of a held call, with the answers
+            resumed = self.held.resume(state, name, arguments)
+            if resumed is None:
+                return unknown_state()
+            resumed.peer.rebind(ctx.session, ctx.request_id, progress_token(raw_params))
+            resumed.answer(params.input_responses if params is not None else None)
+            return await self._deliver(resumed)
         session = self._session(ctx)
         view = session.view
         request_id = ctx.request_id
         modern = (InputRequiredConfirm(params) if params is not None
-                  and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declared_elicitation(ctx.session) else None)
+                  and modern_client and declared_elicitation(ctx.session) else None)
         confirm = modern if modern is not None else handshake_confirm(ctx.session, request_id)
         inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
                                       headless=self.options.headless, confirm=confirm, snapshot=view.snapshot,
@@ -212,10 +228,29 @@ class TooldeckMCPServer:
             call["arguments"] = {"name": name} if arguments is None else {"name": name, "args": arguments}
         elif arguments is not None:
             call["arguments"] = arguments
-        raw_params = params if params is not None else ctx.params
+        # A 2026-07-28 client that can answer sampling, elicitation or roots: the call runs held (a task of its
+        # own), so that an upstream request can reach the client as an InputRequiredResult (`held_calls.py`).
+        held = HeldCall(name, arguments) if modern_client and can_be_asked(ctx.session) else None
         peer = DownstreamPeer(ctx.session, request_id, progress_token(raw_params), ctx.protocol_version,
                               session.log_level, request_log_level(raw_params),
-                              self._call_recorder(session.run_id, inv.id, call["id"]))
+                              self._call_recorder(session.run_id, inv.id, call["id"]), held)
+        if held is None:
+            return await self._run(session, view, inv, call, name, peer, modern)
+        held.peer = peer
+        self.held.start(held, self._run(session, view, inv, call, name, peer, modern))
+        return await self._deliver(held)
+
+    async def _deliver(self, held: HeldCall) -> types.CallToolResult | types.InputRequiredResult:
+        """The held call's result, or the questions its upstream server waits on."""
+        result = await held.next()
+        if not isinstance(result, types.InputRequiredResult) or result.request_state != held.token:
+            self.held.finished(held)
+        return result  # type: ignore[no-any-return]
+
+    async def _run(self, session: ServeSession, view: ToolView, inv: Invocation, call: dict[str, Any], name: str,
+                   peer: DownstreamPeer, modern: InputRequiredConfirm | None
+                   ) -> types.CallToolResult | types.InputRequiredResult:
+        """Run the call through the gate and map its result for the client."""
         with collect_results() as upstream, relay_to(peer):
             [result] = await inv.arun([call])
         if modern is not None and (question := modern.input_required()) is not None:
@@ -307,8 +342,34 @@ class TooldeckMCPServer:
         return await self.upstream.complete(params, self._recorder(ctx))
 
     # -- transports -------------------------------------------------------------------------------
+    def run_stdio_blocking(self, schedules: bool = False) -> None:
+        """Serve on stdin/stdout until the client closes stdin (or Ctrl-C/SIGTERM), on the runtime's MCP loop
+        (`one_loop.py`); with `schedules`, the home's due schedules run beside it (schedules/runner.py)."""
+        serve_on_mcp_loop(self.runtime, lambda: self._beside_schedules(self.run_stdio(), schedules))
+
+    def serve_http_blocking(self, sock: socket.socket, guard: HttpGuard,
+                            on_ready: Callable[[], None] | None = None, schedules: bool = False) -> None:
+        """`serve_http` until Ctrl-C/SIGTERM (uvicorn's graceful shutdown), on the runtime's MCP loop."""
+        serve_on_mcp_loop(self.runtime, lambda: self._beside_schedules(self.serve_http(sock, guard, on_ready),
+                                                                       schedules), self._stop_http)
+
+    async def _beside_schedules(self, serving: Coroutine[Any, Any, None], schedules: bool) -> None:
+        if not schedules:
+            await serving
+            return
+        from tooldeck.schedules.runner import serving as running_schedules
+
+        async with running_schedules(self.runtime):
+            await serving
+
+    def _stop_http(self) -> None:
+        server = self.http_server
+        if server is not None:  # as uvicorn's own signal handler: a second stop forces the exit
+            server.force_exit = server.should_exit
+            server.should_exit = True
+
     async def run_stdio(self) -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_streams() as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     def http_app(self, guard: HttpGuard) -> ASGIApp:

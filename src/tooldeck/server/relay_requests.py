@@ -4,7 +4,8 @@ the `tooldeck serve` session whose `tools/call` made the upstream call.
 - `sampling/createMessage`, `elicitation/create` (form and URL), `roots/list`: sent to this client as a request
   related to its call (HTTP: on the call's stream), the answer returned upstream as it came. A client that
   did not declare the capability is not asked: the upstream request fails with an error naming it. A
-  2026-07-28 client cannot be sent requests mid-call at all, so it is refused the same way.
+  2026-07-28 client cannot be sent requests mid-call: it gets the request in an `InputRequiredResult` and
+  answers it by retrying its call, which is held meanwhile (`held_calls.py`).
 - `notifications/progress`: sent only when the client's call carried a progress token, with that token
   (the upstream hop has its own), so two calls' progress never cross.
 - `notifications/message`: relayed on the call's stream, at the level the client set (`logging/setLevel`;
@@ -45,8 +46,11 @@ class DownstreamPeer:
 
     def __init__(self, session: Any, request_id: types.RequestId | None, progress_token: types.ProgressToken | None,
                  protocol_version: str | None, log_level: types.LoggingLevel | None = None,
-                 request_log_level: types.LoggingLevel | None = None, record: Record | None = None) -> None:
+                 request_log_level: types.LoggingLevel | None = None, record: Record | None = None,
+                 held: Any = None) -> None:
         self.session = session
+        self.held = held
+        """The `HeldCall` of a 2026-07-28 client that can be asked (through `InputRequiredResult`); else None."""
         self.record = record
         """Records each relayed request and its answer (`exchange_event`); None with records off."""
         self.request_id = request_id
@@ -71,16 +75,19 @@ class DownstreamPeer:
         except Exception:  # a session shape we do not know: do not ask
             return False
 
+    def rebind(self, session: Any, request_id: types.RequestId | None, token: types.ProgressToken | None) -> None:
+        """A held call's later request (the client's retry): its notifications go there from now on."""
+        self.session, self.request_id, self.progress_token = session, request_id, token
+
     def _refused(self, what: str, capability: str) -> types.ErrorData | None:
-        if self.modern:
-            return _refusal(what, capability, "the MCP client of this `tooldeck serve` session speaks 2026-07-28, "
-                            "where a server cannot send it requests during a call")
         declared = types.ClientCapabilities(**{capability: _CAPABILITIES[capability]()})
         if not self._declared(declared):
             return _refusal(what, capability, "the MCP client of this `tooldeck serve` session did not declare it")
         return None
 
     async def _ask(self, request: Any, result_type: type[Any]) -> Any:
+        if self.held is not None:  # 2026-07-28: an InputRequiredResult to the client, answered by its retry
+            return await self._home(self.held.ask(request))
         metadata = ServerMessageMetadata(related_request_id=self.request_id)
         try:
             return await self._home(self.session.send_request(request, result_type, metadata=metadata))
@@ -126,14 +133,20 @@ class DownstreamPeer:
     async def roots(self) -> Any:
         return await self._relay(types.ListRootsRequest(), "roots", types.ListRootsResult)
 
+    def _detached(self) -> bool:
+        """A held call between two requests of its client: nothing can carry a notification to it."""
+        return self.held is not None and not self.held.attached
+
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        if self.progress_token is None:
-            return  # the client asked for no progress on this call
+        if self.progress_token is None or self._detached():
+            return  # the client asked for no progress on this call, or no request of it is open
         await self._home(self.session.send_progress_notification(self.progress_token, progress, total, message,
                                                                  related_request_id=self.request_id))
 
     async def log_message(self, params: types.LoggingMessageNotificationParams) -> None:
         if self.log_level is not None and LEVELS.index(params.level) < LEVELS.index(self.log_level):
+            return
+        if self._detached():
             return
         await self._home(self._log(params))
 
@@ -155,6 +168,18 @@ _CAPABILITIES: dict[str, type[Any]] = {
 def _refusal(what: str, capability: str, why: str) -> types.ErrorData:
     return types.ErrorData(code=types.INVALID_REQUEST, data={"code": CAPABILITY_MISSING}, message=(
         f"tooldeck serve cannot relay {what} to its client: {why} (capability `{capability}` missing)."))
+
+
+def can_be_asked(session: Any) -> bool:
+    """Whether the client declared any of sampling, elicitation, roots (then a 2026-07-28 call is held so that
+    upstream requests can reach it)."""
+    for capability, kind in _CAPABILITIES.items():
+        try:
+            if session.check_client_capability(types.ClientCapabilities(**{capability: kind()})):
+                return True
+        except Exception:  # a session shape we do not know: do not ask
+            return False
+    return False
 
 
 def progress_token(params: Any) -> types.ProgressToken | None:

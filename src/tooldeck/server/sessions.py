@@ -90,8 +90,9 @@ class SessionRegistry:
 
     # -- snapshots --------------------------------------------------------------------------------
     def build_view(self, run_id: str) -> ToolView:
+        # Not recorded: no call runs through it (each call is an invocation of its own, recorded when it runs).
         inv = self.runtime.invocation(PROVIDER, self.scene, run_id=run_id, headless=self.headless,
-                                      ask_user=elicit_answerer)
+                                      ask_user=elicit_answerer, record=False)
         for d in inv.diagnostics:
             if d.message not in self._reported:
                 self._reported.add(d.message)

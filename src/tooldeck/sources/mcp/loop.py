@@ -46,7 +46,10 @@ class BackgroundLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await `coro` on the MCP loop from any other event loop; cancelling the caller cancels it."""
+        """Await `coro` on the MCP loop (from any event loop: on the MCP loop itself, as `tooldeck serve` runs, it
+        is awaited in place, with no hop); cancelling the caller cancels it."""
+        if self.in_loop():
+            return await coro
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
 
     def run_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:

@@ -1,0 +1,195 @@
+"""MCP over stdin/stdout on the event loop itself, with no worker thread.
+
+The SDK's `stdio_server` reads and writes through `anyio.wrap_file`: every line read and every reply written
+is a round trip to a worker thread, and each round trip is a GIL hand-off between threads (in `tooldeck serve`,
+with the MCP loop's thread beside them, the largest single cost of a served call). Here stdin and stdout are
+asyncio pipe transports on the running loop: a line is parsed where it arrives, a reply is written by the task
+that sends it (one `write` of the whole frame, so concurrent replies never interleave).
+
+As in the SDK, fd 0 and fd 1 are claimed while serving: the wire is served from private duplicates, fd 0 reads
+the null device and fd 1 writes to stderr, so a tool's child process or a stray `print` cannot corrupt the
+protocol; both are restored on exit. When stdin or stdout is not a pipe, socket or terminal (a regular file:
+`tooldeck serve --stdio < requests.jsonl`), asyncio cannot watch it and the SDK's threaded transport is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import stat
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from types import TracebackType
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+READ_CHUNK = 1 << 16
+_FLUSH_S = 1.0
+"""How long the replies still buffered at exit may take to reach a client that reads slowly."""
+
+
+def _watchable(fd: int) -> bool:
+    """Whether asyncio can watch `fd` (a pipe, a socket or a character device, not a regular file)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def _claim(fd: int, diversion: Callable[[], int]) -> tuple[int, Callable[[], None]]:
+    """Serve `fd`'s wire from a private close-on-exec duplicate and point `fd` at `diversion()`.
+    Returns the duplicate and the function that puts the wire back on `fd`."""
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        divert = diversion()
+    except OSError:  # nothing to divert to: serve in place (fd keeps the wire as well)
+        return private, lambda: None
+    try:
+        os.dup2(divert, fd)
+    finally:
+        os.close(divert)
+
+    def restore() -> None:
+        with suppress(OSError):
+            os.dup2(private, fd)
+
+    return private, restore
+
+
+class StdinMessages:
+    """The read side: one JSON-RPC message (or the exception that parsing a line raised) per line of stdin."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+        self._buffer = bytearray()
+        self._scanned = 0
+        self._closed = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        buffer = self._buffer
+        while True:
+            end = buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(buffer[:end + 1])
+                del buffer[:end + 1]
+                self._scanned = 0
+                return _parse(line)
+            self._scanned = len(buffer)
+            chunk = await self._reader.read(READ_CHUNK)
+            if not chunk:
+                if buffer:  # a last line without its newline, as the SDK reads it
+                    line = bytes(buffer)
+                    buffer.clear()
+                    self._scanned = 0
+                    return _parse(line)
+                raise anyio.EndOfStream
+            buffer += chunk
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    def __aiter__(self) -> StdinMessages:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> StdinMessages:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:  # decoded with replacement first, as the SDK's text reader does
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line.decode("utf-8", "replace"),
+                                                                           by_name=False))
+    except Exception as exc:  # handed to the server, which answers or logs it (as with the SDK's transport)
+        return exc
+
+
+class StdoutMessages:
+    """The write side: each message is one `write` of its JSON line, then a drain (the pipe's back-pressure)."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        writer = self._writer
+        if writer.is_closing():
+            raise anyio.BrokenResourceError
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        writer.write(data.encode() + b"\n")
+        try:
+            await writer.drain()
+        except (ConnectionError, OSError) as exc:  # the client closed its end
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> StdoutMessages:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """(read stream, write stream) for `Server.run`, on the process's stdin and stdout."""
+    if not (_watchable(0) and _watchable(1)):
+        async with stdio_server() as streams:
+            yield streams
+        return
+    loop = asyncio.get_running_loop()
+    in_fd, restore_in = _claim(0, lambda: os.open(os.devnull, os.O_RDONLY))
+    try:
+        out_fd, restore_out = _claim(1, lambda: os.dup(2))
+    except BaseException:
+        restore_in()
+        os.close(in_fd)
+        raise
+    reader = asyncio.StreamReader(limit=READ_CHUNK)
+    read_transport: asyncio.BaseTransport | None = None
+    write_transport: asyncio.BaseTransport | None = None
+    try:
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                         os.fdopen(in_fd, "rb", buffering=0))
+        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                                  os.fdopen(out_fd, "wb", buffering=0))
+        writer = asyncio.StreamWriter(write_transport, protocol, None, loop)  # type: ignore[arg-type]
+        try:
+            yield StdinMessages(reader), StdoutMessages(writer)
+        finally:
+            if write_transport.get_write_buffer_size():  # type: ignore[attr-defined]
+                with suppress(Exception):  # the last replies, when the client still reads them
+                    await asyncio.wait_for(writer.drain(), _FLUSH_S)
+    finally:
+        restore_out()
+        restore_in()
+        for transport, fd in ((write_transport, out_fd), (read_transport, in_fd)):
+            with suppress(OSError):
+                os.set_blocking(fd, True)  # the file description may be a terminal the shell keeps using
+            if transport is not None:
+                transport.close()
+            else:
+                with suppress(OSError):
+                    os.close(fd)
