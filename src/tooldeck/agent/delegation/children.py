@@ -47,7 +47,7 @@ def return_mode(profile: Profile, builtins: Iterable[ToolDescriptor] = ()) -> Pr
     allow = [a for a in profile.allow if a != TASK_RETURN_ID] + [TASK_RETURN_ID]
     deny = [d for d in profile.deny if not matches(d, TASK_RETURN_ID)]
     deny += [d for d in RETURN_MODE_DROPPED if d not in deny]
-    child = profile.model_copy(update={"allow": allow, "deny": deny})
+    child = profile.replace(allow=allow, deny=deny)
     descriptions = dict(profile.descriptions)
     for descriptor in builtins:
         key = str(descriptor.id)
@@ -57,7 +57,7 @@ def return_mode(profile: Profile, builtins: Iterable[ToolDescriptor] = ()) -> Pr
         reworded = _REPLY_BODY.sub(DELEGATED_WORDING, shown.description)
         if reworded != shown.description:
             descriptions[key] = DescriptionOverride(description=reworded)
-    return child.model_copy(update={"descriptions": descriptions}) if descriptions != profile.descriptions else child
+    return child.replace(descriptions=descriptions) if descriptions != profile.descriptions else child
 
 
 def _model_for(link: RunLink, target: AgentProfile) -> Any:

@@ -60,7 +60,7 @@ class DelegationPolicy(BaseModel):
 
 
 class AgentProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)  # Profile: typed_config
     id: str
     description: str = ""
     """For the other agents: when to call it, which paths to give it, what it returns."""

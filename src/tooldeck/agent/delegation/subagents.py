@@ -104,7 +104,7 @@ def _leg_profile(ctx: CallContext, spec: LegSpec) -> Any:
     excluded = [names.get(t, t) for t in spec.exclude_tools]
     profile = ctx.invocation.profile
     deny = [*profile.deny, *(d for d in (*LEG_EXCLUDED, *excluded) if d not in profile.deny and ":" in d)]
-    return profile.model_copy(update={"deny": deny})
+    return profile.replace(deny=deny)
 
 
 def _slug(text: str | None) -> str:
