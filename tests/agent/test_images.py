@@ -202,3 +202,27 @@ async def test_the_same_image_twice_in_one_batch_is_sent_once(
     second = mock_provider.requests[1].json["contents"]
     assert images_in("gemini", [second[-1]]) == [("image/png", PNG)]
     assert validate(second, "gemini") == []
+
+
+@pytest.mark.parametrize("fmt", list(SETUPS))
+async def test_background_notes_follow_the_images(fmt: str, mock_provider: MockProvider) -> None:
+    from tooldeck.agent.providers import make_client
+    from tooldeck.agent.types import ModelTurn
+    from tooldeck.core.results import AgentToolResult, ToolImage
+
+    config, _replies = SETUPS[fmt](mock_provider)
+    client = make_client(config)
+    try:
+        turn = ModelTurn("", [{"id": "call_1", "name": "read_files", "arguments": READ},
+                              {"id": "call_2", "name": "read_files", "arguments": READ}])
+        image = ToolImage("tool-results/images/x.png", "image/png", PNG)
+        results = [AgentToolResult("call_1", None, "one", images=[image]), AgentToolResult("call_2", None, "two")]
+        out = client.tool_results(turn, results, ["[background report 1] done"])
+    finally:
+        await client.aclose()
+    flat = json.dumps(out)
+    assert flat.index(B64) < flat.index("[background report 1] done")
+    assert images_in(fmt, results_part(fmt, out) if fmt != "openai" else out[:3]) == [("image/png", PNG)]
+    if fmt == "openai":
+        assert [m["role"] for m in out] == ["tool", "tool", "user", "user"]
+        assert out[3] == {"role": "user", "content": "[background report 1] done"}
