@@ -8,13 +8,14 @@ a preview and guidance naming only the reading tools it actually has.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tooldeck.core.results import AgentToolResult, ToolOutput, as_output
+from tooldeck.core.results import AgentToolResult, ToolImage, ToolOutput, as_output, image_ref
 from tooldeck.snapshot.snapshot import Snapshot
 
 WRAP_CHARS = 3_000
@@ -109,11 +110,16 @@ class Projector:
         content = output.content
         if len(content) <= self.inline_limit:
             refs = output.resource_refs
-            return AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
-                                   output.error_code, list(refs) if refs else [], output.redacted)
+            result = AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
+                                     output.error_code, list(refs) if refs else [], output.redacted)
+            if output.images:
+                _attach(result, output.images)
+            return result
         if output.redacted is not None:  # a spill file would keep in clear what the records must not
-            return AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
-                                   output.error_code, list(output.resource_refs), output.redacted)
+            result = AgentToolResult(call_id, tool_id, content, output.structured, output.is_error,
+                                     output.error_code, list(output.resource_refs), output.redacted)
+            _attach(result, output.images)
+            return result
         return self._spill(call_id, tool_id, round_no, output)
 
     def _spill(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:
@@ -140,8 +146,18 @@ class Projector:
                  preview]
         structured = {"externalized": True, "path": rel_text, "audit_path": rel_audit, "char_count": n,
                       "char_limit": self.inline_limit, "source": output.structured}
-        return AgentToolResult(call_id, tool_id, "\n".join(parts), structured, output.is_error, output.error_code,
-                               [*output.resource_refs, rel_text, rel_audit])
+        result = AgentToolResult(call_id, tool_id, "\n".join(parts), structured, output.is_error, output.error_code,
+                                 [*output.resource_refs, rel_text, rel_audit])
+        _attach(result, output.images)
+        return result
+
+
+def _attach(result: AgentToolResult, images: Sequence[ToolImage]) -> None:
+    """The output's images go with the result, and their refs (`image:<mime>:<path>`) with its resource refs, so
+    the records keep which copies the model got (replay sends them again) and never the bytes."""
+    if images:
+        result.images = list(images)
+        result.resource_refs.extend(image_ref(i) for i in images)
 
 
 def _exclusive_pair(directory: Path, stem: str) -> tuple[Path, Path]:

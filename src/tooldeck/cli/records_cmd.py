@@ -234,8 +234,9 @@ def replay_cmd(
     from tooldeck.records.replay import replay
 
     store = _store(home)
-    try:
-        messages = replay(store, invocation_id, provider)
+    try:  # the images the model got come back from their copies in the run's workspace
+        run_id = store.history(invocation_id).summary.run_id
+        messages = replay(store, invocation_id, provider, workspace=home / "workspaces" / run_id)
     except TooldeckError as exc:
         usage_errors(exc)
     finally:

@@ -23,6 +23,50 @@ class ToolEffect:
         return {"kind": self.kind, **self.data}
 
 
+MODEL_IMAGE_MAX_BYTES = 3 * 1024 * 1024 + 768 * 1024
+"""3.75 MiB: the largest image sent to a model provider (Anthropic refuses an image whose base64 text is over
+5 MiB, the strictest of the four; OpenAI and Gemini take more)."""
+IMAGE_ROOT = "tool-results/images"
+"""Where a tool keeps the copy of an image it shows the model, in the workspace, named by its content."""
+IMAGE_SUFFIXES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolImage:
+    """An image a result shows the model beside its text (`read_files` of a PNG): `path` is the workspace copy
+    under `tool-results/images/`; `data` the bytes, which the providers send as image content (`protocols/*`)."""
+
+    path: str
+    mime: str
+    data: bytes = field(repr=False)
+    """(The records keep `image_ref(image)` among the result's resource refs, never the bytes.)"""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "mime": self.mime, "bytes": len(self.data)}
+
+
+def image_path(mime: str, digest: str) -> str:
+    """The workspace path of an image's copy: `tool-results/images/<sha256>.<ext>` (same bytes, same file)."""
+    return f"{IMAGE_ROOT}/{digest}.{IMAGE_SUFFIXES.get(mime, 'img')}"
+
+
+IMAGE_REF = "image:"
+"""A resource ref `image:<path>` says the result showed the model the image at <path> (`image_ref`)."""
+
+
+def image_ref(image: ToolImage) -> str:
+    """The resource ref the records keep for an image the model got: `image:<mime>:<path>`."""
+    return f"{IMAGE_REF}{image.mime}:{image.path}"
+
+
+def parse_image_ref(ref: str) -> tuple[str, str] | None:
+    """(MIME type, path) of an `image_ref`, or None for any other ref."""
+    if not ref.startswith(IMAGE_REF):
+        return None
+    mime, sep, path = ref[len(IMAGE_REF):].partition(":")
+    return (mime, path) if sep and mime in IMAGE_SUFFIXES and path else None
+
+
 @dataclass(slots=True)
 class ToolOutput:
     """What a tool handler produces. `raw` is the source's own result, kept for audit."""
@@ -39,6 +83,8 @@ class ToolOutput:
     redacted: tuple[str, Any] | None = None
     """(content, structured) the records and the host's events keep instead of the real ones, which only the
     model gets (a secret the user typed: builtins/ask_user.py). Such a result is never spilled to a file."""
+    images: Sequence[ToolImage] = ()
+    """Images the model gets beside the text, each at most `MODEL_IMAGE_MAX_BYTES` (see `ToolImage`)."""
 
     @classmethod
     def error(cls, code: str, message: str, structured: Any = None, **kw: Any) -> ToolOutput:
@@ -94,9 +140,11 @@ class AgentToolResult:
     resource_refs: list[str] = field(default_factory=list)
     redacted: tuple[str, Any] | None = None
     """`ToolOutput.redacted`: what the records and the host's events show instead of `content` / `structured`."""
+    images: list[ToolImage] = field(default_factory=list)
+    """`ToolOutput.images`: sent to the model beside `content` in each provider's shape (`protocols/*`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "call_id": self.call_id,
             "tool_id": self.tool_id,
             "content": self.content,
@@ -105,6 +153,9 @@ class AgentToolResult:
             "error_code": self.error_code,
             "resource_refs": list(self.resource_refs),
         }
+        if self.images:  # references only: the bytes are in the workspace copy
+            out["images"] = [i.to_dict() for i in self.images]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentToolResult:

@@ -12,13 +12,27 @@ from typing import Any
 
 from tooldeck.core.arguments import MISSING
 from tooldeck.naming import RULES
-from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation, clean_name, decoded, require_id
+from tooldeck.protocols.common import (
+    IMAGE_TYPES,
+    DecodedCall,
+    ReplayCall,
+    ReplayTurn,
+    Violation,
+    clean_name,
+    decoded,
+    image_base64,
+    require_id,
+)
 from tooldeck.protocols.ids import id_problem
 
 FAMILY = "anthropic"
 ITEM_KINDS = frozenset({"thinking", "redacted_thinking", "text"})
 """The assistant content blocks replay sends back before the tool_use blocks."""
 THINKING_KINDS = ("thinking", "redacted_thinking")
+RESULT_KINDS = frozenset({"text", "image", "document", "search_result"})
+"""The blocks a tool_result's content list may hold."""
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+"""The API refuses an image whose base64 text is longer (`image exceeds 5 MB maximum`)."""
 
 
 def item_problem(item: Mapping[str, Any]) -> str | None:
@@ -61,13 +75,64 @@ def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
         results: list[dict[str, Any]] = []
         for c in turn.calls:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": c.id}
-            if c.content:
+            if c.images:
+                block["content"] = _result_blocks(c)
+            elif c.content:
                 block["content"] = c.content
             if c.is_error:
                 block["is_error"] = True
             results.append(block)
         messages.append({"role": "user", "content": results})
     return messages
+
+
+def _result_blocks(c: ReplayCall) -> list[dict[str, Any]]:
+    """A result with images: its text block, then one base64 image block per image."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": c.content}] if c.content else []
+    blocks.extend({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": image_base64(i)}}
+                  for i in c.images)
+    return blocks
+
+
+def image_problem(block: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(code, message) when an image block would be refused, or None."""
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        return "image_invalid", "an image block needs its `source` object"
+    if source.get("type") == "url":
+        return None if isinstance(source.get("url"), str) else ("image_invalid", "an url image source needs `url`")
+    if source.get("type") != "base64":
+        return "image_invalid", "an image source is `base64` (or `url`)"
+    if source.get("media_type") not in IMAGE_TYPES:
+        return "image_invalid", (f"media_type {source.get('media_type')!r} is not one of "
+                                 f"{', '.join(sorted(IMAGE_TYPES))}")
+    data = source.get("data")
+    if not isinstance(data, str) or not data:
+        return "image_invalid", "a base64 image source needs its `data` (a non-empty string)"
+    if len(data) > MAX_IMAGE_BASE64:
+        return "image_too_large", f"image exceeds 5 MB maximum: {len(data)} bytes > {MAX_IMAGE_BASE64} bytes"
+    return None
+
+
+def _result_problems(block: Mapping[str, Any], path: str) -> list[Violation]:
+    content = block.get("content")
+    if content is None or isinstance(content, str):
+        return []
+    if not isinstance(content, list):
+        return [Violation("tool_result_invalid", f"{path}.content", "content must be a string or a list of blocks")]
+    out = []
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind not in RESULT_KINDS:
+            out.append(Violation("tool_result_invalid", f"{path}.content[{i}]", f"a tool_result holds "
+                                 f"{', '.join(sorted(RESULT_KINDS))} blocks, not {kind!r}"))
+        elif kind == "image":
+            problem = image_problem(part)
+            if problem:
+                out.append(Violation(problem[0], f"{path}.content[{i}]", problem[1]))
+        elif kind == "text" and not isinstance(part.get("text"), str):
+            out.append(Violation("tool_result_invalid", f"{path}.content[{i}]", "a text block needs its `text`"))
+    return out
 
 
 def decode(response: Any) -> list[DecodedCall]:
@@ -110,6 +175,12 @@ def validate(messages: Sequence[Mapping[str, Any]]) -> list[Violation]:
                 if b.get("type") == "tool_result" and "is_error" in b and not isinstance(b["is_error"], bool):
                     out.append(Violation("tool_result_invalid", f"{path}.content[{b_i}].is_error",
                                          "is_error must be a boolean"))
+                if b.get("type") == "tool_result":
+                    out.extend(_result_problems(b, f"{path}.content[{b_i}]"))
+                elif b.get("type") == "image":
+                    problem = image_problem(b)
+                    if problem:
+                        out.append(Violation(problem[0], f"{path}.content[{b_i}]", problem[1]))
             missing = [i for i in pending if i not in answered]
             if missing:
                 out.append(Violation("tool_use_unanswered", path, "tool_use ids were found without tool_result "

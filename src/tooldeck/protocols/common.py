@@ -9,13 +9,14 @@ them otherwise (`protocols/items.py`)."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.core.arguments import MISSING, ToolArguments
 from tooldeck.core.errors import INVALID_TOOL_CALL, TooldeckError
 from tooldeck.core.jsonvalue import json_text
-from tooldeck.core.results import ERROR_MARKER
+from tooldeck.core.results import ERROR_MARKER, ToolImage
 
 TEMPLATE_TOKEN = "<|"
 
@@ -31,6 +32,8 @@ class ReplayCall:
     is_error: bool = False
     provider_data: dict[str, Any] | None = None
     """Provider-native keys that go beside the call in its wire object (of the turn's `source` family)."""
+    images: tuple[ToolImage, ...] = ()
+    """Images of the result, sent beside its text in the format's own shape (`AgentToolResult.images`)."""
 
     def arguments_json(self) -> str:
         """The arguments as a JSON text, exact (integers beyond 64 bits included)."""
@@ -41,6 +44,23 @@ class ReplayCall:
         if self.is_error:
             return f"{ERROR_MARKER}\n\n{self.content.strip()}"
         return self.content
+
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types all four providers take."""
+
+
+def image_base64(image: ToolImage) -> str:
+    return base64.b64encode(image.data).decode("ascii")
+
+
+def data_url(image: ToolImage) -> str:
+    return f"data:{image.mime};base64,{image_base64(image)}"
+
+
+def image_label(call: ReplayCall, n: int) -> str:
+    """The text before an image sent outside its call's result (Chat, Gemini): which call and which copy."""
+    return f"[image {n} of the result of {call.name} (call {call.id}): {call.images[n - 1].path}]"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,16 @@ import orjson
 from tooldeck.core.arguments import MISSING
 from tooldeck.core.rawvalue import raw_form
 from tooldeck.naming import RULES
-from tooldeck.protocols.common import DecodedCall, ReplayCall, ReplayTurn, Violation, clean_name, decoded
+from tooldeck.protocols.common import (
+    DecodedCall,
+    ReplayCall,
+    ReplayTurn,
+    Violation,
+    clean_name,
+    decoded,
+    image_base64,
+    image_label,
+)
 from tooldeck.protocols.ids import id_problem
 
 FAMILY = "gemini"
@@ -68,11 +77,24 @@ def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
             parts.extend(dict(p) for p in turn.items if item_problem(p) is None)
         parts.extend(_call_part(c, own) for c in turn.calls)
         contents.append({"role": "model", "parts": parts})
-        contents.append({"role": "user", "parts": [
+        answers: list[dict[str, Any]] = [
             {"functionResponse": {"id": c.id, "name": c.name,
                                   "response": {"error": c.marked_text()} if c.is_error else {"output": c.content}}}
-            for c in turn.calls]})
+            for c in turn.calls]
+        answers.extend(image_parts(turn.calls))
+        contents.append({"role": "user", "parts": answers})
     return contents
+
+
+def image_parts(calls: Sequence[ReplayCall]) -> list[dict[str, Any]]:
+    """The results' images, after all the functionResponse parts of the user turn: a text part naming the call
+    and the copy, then an `inlineData` part (base64), per image."""
+    parts: list[dict[str, Any]] = []
+    for c in calls:
+        for n, image in enumerate(c.images, 1):
+            parts.append({"text": image_label(c, n)})
+            parts.append({"inlineData": {"mimeType": image.mime, "data": image_base64(image)}})
+    return parts
 
 
 def _parts(response: Any) -> list[Any]:
@@ -139,6 +161,12 @@ def validate(contents: Sequence[Mapping[str, Any]]) -> list[Violation]:
             if content.get("role") != "model":
                 out.append(Violation("thought_signature_role", f"{path}.parts[{p_i}]",
                                      "thought signatures belong to the model turn's parts they came with"))
+        for p_i, part in enumerate(parts):
+            inline = part.get("inlineData")
+            if "inlineData" in part and (not isinstance(inline, Mapping) or not isinstance(inline.get("data"), str)
+                                         or not inline.get("data") or "/" not in str(inline.get("mimeType"))):
+                out.append(Violation("image_invalid", f"{path}.parts[{p_i}].inlineData", "inlineData needs its "
+                                     "`mimeType` (e.g. image/png) and its base64 `data`"))
         calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), Mapping)]
         responses = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), Mapping)]
         if pending:

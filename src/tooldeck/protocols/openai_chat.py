@@ -13,7 +13,18 @@ import orjson
 
 from tooldeck.core.arguments import MISSING
 from tooldeck.naming import RULES
-from tooldeck.protocols.common import DecodedCall, ReplayTurn, Violation, clean_name, decoded, require_id
+from tooldeck.protocols.common import (
+    IMAGE_TYPES,
+    DecodedCall,
+    ReplayCall,
+    ReplayTurn,
+    Violation,
+    clean_name,
+    data_url,
+    decoded,
+    image_label,
+    require_id,
+)
 from tooldeck.protocols.ids import id_problem
 
 FAMILY = "openai"
@@ -55,7 +66,36 @@ def render(turns: Sequence[ReplayTurn], family: str = FAMILY) -> list[dict[str, 
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}
             for c in turn.calls]})
         messages.extend({"role": "tool", "tool_call_id": c.id, "content": c.marked_text()} for c in turn.calls)
+        shown = image_message(turn.calls)
+        if shown is not None:
+            messages.append(shown)
     return messages
+
+
+def image_message(calls: Sequence[ReplayCall]) -> dict[str, Any] | None:
+    """The results' images for Chat, whose tool messages take text only: one user message after the turn's
+    tool messages (all of them: they must follow the assistant message directly), each image after a text
+    part naming its call and its copy, as Agenvoy does; None when no result has an image."""
+    parts: list[dict[str, Any]] = []
+    for c in calls:
+        for n, image in enumerate(c.images, 1):
+            parts.append({"type": "text", "text": image_label(c, n)})
+            parts.append({"type": "image_url", "image_url": {"url": data_url(image), "detail": "auto"}})
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _image_url_problem(part: Mapping[str, Any]) -> str | None:
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else None
+    if not isinstance(url, str):
+        return "an image_url part needs `image_url.url` (a string)"
+    if url.startswith("data:"):
+        head, sep, data = url.partition(",")
+        mime = head[5:].split(";", 1)[0]
+        if not sep or not head.endswith(";base64") or mime not in IMAGE_TYPES or not data:
+            return f"a data URL image is `data:<{'|'.join(sorted(IMAGE_TYPES))}>;base64,<data>`"
+        return None
+    return None if url.startswith(("http://", "https://")) else "an image URL is an http(s) or a data URL"
 
 
 def _message(response: Any) -> Mapping[str, Any]:
@@ -109,9 +149,20 @@ def validate(messages: Sequence[Mapping[str, Any]], fmt: str = "openai") -> list
                                      "a tool call of the preceding assistant message"))
             else:
                 del pending[call_id]
-            if not isinstance(msg.get("content"), str | list):
+            content = msg.get("content")
+            if not isinstance(content, str | list):
                 out.append(Violation("tool_content_invalid", path, "tool message content must be a string"))
+            elif isinstance(content, list) and any(not isinstance(p, Mapping) or p.get("type") != "text"
+                                                   for p in content):
+                out.append(Violation("tool_content_invalid", path, "tool message content parts must be text (send "
+                                     "images in a user message after the tool messages)"))
             continue
+        if role == "user" and isinstance(msg.get("content"), list):
+            for p_i, part in enumerate(msg["content"]):
+                problem = _image_url_problem(part) if isinstance(part, Mapping) and \
+                    part.get("type") == "image_url" else None
+                if problem:
+                    out.append(Violation("image_invalid", f"{path}.content[{p_i}]", problem))
         if pending:
             out.append(Violation("tool_call_unanswered", path, "an assistant message with 'tool_calls' must be "
                                  f"followed by tool messages responding to each 'tool_call_id': {sorted(pending)}"))

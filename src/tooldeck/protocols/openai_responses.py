@@ -15,15 +15,26 @@ from typing import Any
 
 from tooldeck.core.arguments import MISSING
 from tooldeck.naming import RULES
-from tooldeck.protocols.common import DecodedCall, ReplayCall, ReplayTurn, Violation, clean_name, decoded, require_id
+from tooldeck.protocols.common import (
+    DecodedCall,
+    ReplayCall,
+    ReplayTurn,
+    Violation,
+    clean_name,
+    data_url,
+    decoded,
+    require_id,
+)
 from tooldeck.protocols.ids import id_problem
-from tooldeck.protocols.openai_chat import _arguments_problem
+from tooldeck.protocols.openai_chat import _arguments_problem, _image_url_problem
 
 FAMILY = "openai"
 ITEM_KINDS = frozenset({"reasoning", "message"})
 """The output items replay sends back before the turn's function_call items."""
 CALL_KEYS = ("id", "status")
 """The keys of a call's provider data that go on its function_call item."""
+OUTPUT_KINDS = frozenset({"input_text", "input_image", "input_file"})
+"""The parts a function_call_output's `output` list may hold."""
 
 
 def item_problem(item: Mapping[str, Any]) -> str | None:
@@ -70,9 +81,34 @@ def render(turns: Sequence[ReplayTurn]) -> list[dict[str, Any]]:
         if own and turn.items:
             items.extend(dict(i) for i in turn.items if i.get("type") in ITEM_KINDS)
         items.extend(_call(c, own) for c in turn.calls)
-        items.extend({"type": "function_call_output", "call_id": c.id, "output": c.marked_text()}
-                     for c in turn.calls)
+        items.extend({"type": "function_call_output", "call_id": c.id, "output": _output(c)} for c in turn.calls)
     return items
+
+
+def _output(c: ReplayCall) -> str | list[dict[str, Any]]:
+    """The result text, or with images the output list: an `input_text` part, then an `input_image` per image."""
+    text = c.marked_text()
+    if not c.images:
+        return text
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text else []
+    parts.extend({"type": "input_image", "image_url": data_url(i), "detail": "auto"} for i in c.images)
+    return parts
+
+
+def _output_problems(output: list[Any], path: str) -> list[Violation]:
+    out = []
+    for i, part in enumerate(output):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind not in OUTPUT_KINDS:
+            out.append(Violation("tool_output_invalid", f"{path}[{i}]", f"an output list holds "
+                                 f"{', '.join(sorted(OUTPUT_KINDS))} parts, not {kind!r}"))
+        elif kind == "input_text" and not isinstance(part.get("text"), str):
+            out.append(Violation("tool_output_invalid", f"{path}[{i}]", "an input_text part needs its `text`"))
+        elif kind == "input_image" and not isinstance(part.get("file_id"), str):
+            problem = _image_url_problem({"image_url": {"url": part.get("image_url")}})
+            if problem:
+                out.append(Violation("image_invalid", f"{path}[{i}]", problem))
+    return out
 
 
 def decode(response: Any) -> list[DecodedCall]:
@@ -129,8 +165,11 @@ def validate(items: Sequence[Mapping[str, Any]]) -> list[Violation]:
             elif call_id in answered:
                 out.append(Violation("tool_output_duplicate", path, f"call {call_id!r} is answered twice"))
             answered.add(call_id)
-            if not isinstance(item.get("output"), str | list):
+            output = item.get("output")
+            if not isinstance(output, str | list):
                 out.append(Violation("tool_output_invalid", f"{path}.output", "output must be a string"))
+            elif isinstance(output, list):
+                out.extend(_output_problems(output, f"{path}.output"))
     for call_id, i in calls.items():
         if call_id not in answered:
             out.append(Violation("tool_call_unanswered", f"input[{i}]", f"No tool output found for function call "

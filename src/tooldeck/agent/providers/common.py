@@ -46,7 +46,8 @@ def replay_calls(turn: ModelTurn, results: Sequence[AgentToolResult] | None = No
         result = results[i] if results is not None else None
         out.append(ReplayCall(str(call["id"]), str(call["name"]), call_arguments(call),
                               result.content if result is not None else "",
-                              result.is_error if result is not None else False))
+                              result.is_error if result is not None else False, None,
+                              tuple(result.images) if result is not None else ()))
     return tuple(out)
 
 

@@ -16,7 +16,7 @@ import httpx
 
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
-from tooldeck.agent.providers.common import HttpModelClient, arguments_text, default_key, load_json
+from tooldeck.agent.providers.common import HttpModelClient, arguments_text, default_key, load_json, replay_calls
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
@@ -228,6 +228,10 @@ class OpenAIChatClient(HttpModelClient):
             raise ValueError(f"{len(results)} results for {len(turn.calls)} calls; every call needs exactly one")
         out: list[dict[str, Any]] = [{"role": "tool", "tool_call_id": c["id"], "content": r.model_text()}
                                      for c, r in zip(turn.calls, results, strict=True)]
+        if any(r.images for r in results):  # tool messages take text: the images follow in a user message
+            shown = chat_protocol.image_message(replay_calls(turn, results))
+            if shown is not None:
+                out.append(shown)
         out.extend({"role": "user", "content": note} for note in notes)
         return out
 

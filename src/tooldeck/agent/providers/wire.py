@@ -27,7 +27,8 @@ def replay_turn(turn: ModelTurn, family: str, results: Sequence[AgentToolResult]
         calls.append(ReplayCall(str(call["id"]), str(call["name"]), call_arguments(call),
                                 result.content if result is not None else "",
                                 result.is_error if result is not None else False,
-                                dict(data) if isinstance(data, Mapping) else None))
+                                dict(data) if isinstance(data, Mapping) else None,
+                                tuple(result.images) if result is not None else ()))
     return ReplayTurn(tuple(calls), tuple(turn.provider_items), family)
 
 

@@ -5,14 +5,21 @@ page ends saying which `offset` comes next); PDF as `--- page i/N ---` chunks (`
 pages); DOCX as its text; CSV/TSV one row a line as a JSON array (`offset` / `limit` in rows);
 images (PNG, JPEG, GIF, WebP; ≤ 10 MiB) as image content for the clients that take it: over MCP the
 call's result carries an image block per image (the relay sink `tooldeck serve` opens, the one
-proxied tools use), and the text names the image. Text reads leave the run's read-state behind, so
+proxied tools use); a model gets each image up to `MODEL_IMAGE_MAX_BYTES` beside the text in its
+provider's shape (`ToolOutput.images`, `protocols/*`). Each image is copied to
+`tool-results/images/<sha256>.<ext>` (same bytes, same file; never overwritten), the text names that
+copy, and the records keep the copy's path (the resource ref `image:<mime>:<path>`), so replay sends
+the same image even after the original changed. Text reads leave the run's read-state behind, so
 `edit_file` can write or patch the file with the same compare-and-swap as `workspace_apply_patch`.
 """
 
 from __future__ import annotations
 
 import base64
+import os
+import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from tooldeck.builtins.agenvoy_files import descriptors, documents
@@ -21,7 +28,7 @@ from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import ToolOutput
+from tooldeck.core.results import MODEL_IMAGE_MAX_BYTES, ToolImage, ToolOutput, image_path
 from tooldeck.workspace.errors import FILE_NOT_FOUND
 from tooldeck.workspace.names import shown
 from tooldeck.workspace.store import Location, WorkspaceStore, sha256
@@ -37,14 +44,18 @@ class _ItemError(Exception):
 
 @dataclass(slots=True)
 class _Images:
+    root: Path
+    """The workspace root, where the copies go (`tool-results/images/`)."""
     blocks: list[tuple[str, str, bytes]] = field(default_factory=list)
-    """(path, MIME type, bytes) of every image read, in order."""
+    """(path, MIME type, bytes) of every image read, in order (for MCP clients)."""
+    model: list[ToolImage] = field(default_factory=list)
+    """The images a model gets: those up to MODEL_IMAGE_MAX_BYTES, each with its copy's path."""
 
 
 def read_files(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     store, policy = workspace(ctx)
     answer: dict[str, str] = {}
-    images = _Images()
+    images = _Images(Path(ctx.run.workspace_root))
     refs: list[str] = []
     for item in args["files"]:
         raw = item["path"]
@@ -60,7 +71,7 @@ def read_files(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     text = batch_json(answer)
     if images.blocks:
         _relay_images(ctx, text, images)
-    return ToolOutput(text, answer, resource_refs=refs)
+    return ToolOutput(text, answer, resource_refs=refs, images=images.model)
 
 
 def _read_one(store: WorkspaceStore, loc: Location, offset: int | None, limit: int | None, images: _Images) -> str:
@@ -138,8 +149,25 @@ def _image(loc: Location, data: bytes, images: _Images) -> str:
         raise _ItemError(f"image too large (10 MB): {len(data) / (1024 * 1024):.1f} MB")
     mime = documents.image_type(data) or "image/png"
     images.blocks.append((loc.shown, mime, data))
-    return (f"image ({mime}, {len(data):,} bytes): sent as image content to clients that take images; a model "
-            "that reads only text sees this line")
+    copy = image_path(mime, sha256(data))
+    _keep(images.root / copy, data)
+    head = f"image ({mime}, {len(data):,} bytes): sent as image content to "
+    if len(data) > MODEL_IMAGE_MAX_BYTES:
+        return (f"{head}MCP clients only, not to the model: over the {MODEL_IMAGE_MAX_BYTES / (1024 * 1024):.2f} "
+                f"MiB a model provider takes (copy kept at `{copy}`)")
+    if all(i.path != copy for i in images.model):  # the same image twice in a batch is sent once
+        images.model.append(ToolImage(copy, mime, data))
+    return f"{head}clients that take images (copy kept at `{copy}`); a model that reads only text sees this line"
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """The image's copy, written once: named by its content, an existing file already holds these bytes."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    temp.write_bytes(data)
+    os.replace(temp, path)
 
 
 def _relay_images(ctx: CallContext, text: str, images: _Images) -> None:
