@@ -26,4 +26,11 @@ def default_builtins() -> list[BuiltinTool]:
             *shell.TOOLS, *background.TOOLS, *calculate.TOOLS, *net.TOOLS,
             *net_download.TOOLS, *net_fetch.TOOLS,
             *net_search.TOOLS, *error_memory.TOOLS,
-            *open_file.TOOLS]
+            *open_file.TOOLS,
+            *_conversation_tools()]
+
+
+def _conversation_tools() -> list[BuiltinTool]:  # the conversation tools (docs/conversation.md)
+    from tooldeck.builtins import chat, chat_history, worldinfo
+
+    return [*chat.TOOLS, *chat_history.TOOLS, *worldinfo.TOOLS]

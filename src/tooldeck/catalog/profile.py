@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tooldeck.conversation.settings import ConversationSettings
 from tooldeck.core.errors import ProfileError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.preconditions import Requires, RequiresError, parse_requires
@@ -102,6 +103,10 @@ class Profile(BaseModel):
     workspace: WorkspaceRoots = Field(default_factory=WorkspaceRoots)
     requires: dict[str, Any] = Field(default_factory=dict)
     """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""
+    # -- conversation (docs/conversation.md#profile-keys) --
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    """The chat bound to the run and its world info, for `chat_search`, `chat_read_messages`,
+    `worldinfo_read_activated`."""
 
     @field_validator("allow", "deny", "pinned")
     @classmethod

@@ -33,6 +33,7 @@ COMMANDS = {
     "replay": ("records_cmd", "replay_app"),
     "mcp": ("mcp_cmd", "mcp_app"),
     "run": ("run_cmd", "run_app"),
+    "chat": ("chat_cmd", "chat_app"),
 }
 
 
