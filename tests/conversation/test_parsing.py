@@ -118,11 +118,11 @@ def test_query_parser_is_total(text: str) -> None:
     lowered = " ".join(text.lower().split())
     assert q.required and list(q.required) == sorted(q.required, key=len, reverse=True)
     for term in (*q.required, *q.excluded):
-        assert term and term == term.lower() and "\x00" not in term and term == " ".join(term.split())
+        assert term and term == term.lower() and term == " ".join(term.split())
         assert all(word in lowered for word in term.split())
 
 
-_words = st.sampled_from(["ab", "b", "cab", "x y", "Ab", "y", "ç", "İ"])
+_words = st.sampled_from(["ab", "b", "cab", "x y", "Ab", "y", "ç", "İ", "abab", "bb"])
 
 
 @FAST
@@ -137,7 +137,8 @@ def test_search_equals_a_naive_scan(rows: list[tuple[str, str]], want: list[str]
     q = parse_query(query_text)
     lo = data.draw(st.integers(0, len(rows) - 1))
     hi = data.draw(st.integers(lo, len(rows) - 1))
-    found = search(chat, q, lo, hi, role, 100)
+    limit = data.draw(st.integers(1, 6))
+    found = search(chat, q, lo, hi, role, limit)
     expected = []
     for i in range(lo, hi + 1):
         text = rows[i][1].lower()
@@ -145,4 +146,4 @@ def test_search_equals_a_naive_scan(rows: list[tuple[str, str]], want: list[str]
                 and not any(t in text for t in q.excluded):
             expected.append((sum(min(text.count(t), 5) for t in q.required), i))
     expected.sort(reverse=True)
-    assert [(h.score, h.index) for h in found.hits] == expected and found.matched == len(expected)
+    assert [(h.score, h.index) for h in found.hits] == expected[:limit] and found.matched == len(expected)

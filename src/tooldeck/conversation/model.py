@@ -3,7 +3,7 @@ with the lowered text index that `search.py` scans), and the conversation tools'
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -32,8 +32,6 @@ EXISTS: Final = "chat.exists"
 STORE_FAILED: Final = "chat.store_failed"
 WI_BOOK_INVALID: Final = "worldinfo.book_invalid"
 
-SEPARATOR: Final = "\x00"
-"""Between two messages' texts in the search blob: no query term contains it, so no match spans two."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,29 +54,41 @@ class Chat:
     revision: object = None
     input_count: int | None = None
     """For an agent run's own chat: the messages its latest session started with (the task included)."""
-    _blob: str | None = field(default=None, repr=False)
-    _starts: list[int] = field(default_factory=list, repr=False)
+    _lowered: list[str] | None = field(default=None, repr=False)
+    _postings: dict[str, list[int]] | None = field(default=None, repr=False)
+    _vocabulary: tuple[str, list[int], list[str]] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.messages)
 
-    def index(self) -> tuple[str, list[int]]:
-        """Every message's lowered text joined by SEPARATOR, and where each starts (built once per Chat)."""
-        if self._blob is None:
-            lowered = [m.text.replace(SEPARATOR, " ").lower() for m in self.messages]
-            starts, pos = [], 0
-            for text in lowered:
-                starts.append(pos)
-                pos += len(text) + 1
-            self._starts = starts
-            self._blob = SEPARATOR.join(lowered)
-        return self._blob, self._starts
-
     def lowered(self, i: int) -> str:
-        blob, starts = self.index()
-        end = starts[i + 1] - 1 if i + 1 < len(starts) else len(blob)
-        return blob[starts[i]:end]
+        return self.lowered_texts()[i]
 
-    def message_at(self, offset: int) -> int:
-        """The index of the message whose text holds blob offset `offset`."""
-        return bisect_right(self.index()[1], offset) - 1
+    def lowered_texts(self) -> list[str]:
+        if self._lowered is None:
+            self._lowered = [m.text.lower() for m in self.messages]
+        return self._lowered
+
+    def postings(self) -> dict[str, list[int]]:
+        """Each whitespace-separated lowered token → the index of the message of each of its occurrences,
+        ascending (a message holding the token twice is listed twice). Built once per Chat; a term
+        without whitespace can only occur inside one token."""
+        if self._postings is None:
+            index: defaultdict[str, list[int]] = defaultdict(list)
+            for i, text in enumerate(self.lowered_texts()):
+                for token in text.split():
+                    index[token].append(i)
+            self._postings = dict(index)
+        return self._postings
+
+    def vocabulary(self) -> tuple[str, list[int], list[str]]:
+        """The index's tokens joined by newlines (no token holds whitespace, so no term found in it spans
+        two), where each starts, and the tokens in that order."""
+        if self._vocabulary is None:
+            tokens = list(self.postings())
+            starts, pos = [], 0
+            for token in tokens:
+                starts.append(pos)
+                pos += len(token) + 1
+            self._vocabulary = ("\n".join(tokens), starts, tokens)
+        return self._vocabulary

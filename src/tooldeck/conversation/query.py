@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from tooldeck.conversation.model import INVALID_QUERY, SEPARATOR
+from tooldeck.conversation.model import INVALID_QUERY
 from tooldeck.core.errors import ToolCallError
 
 MAX_TERMS: Final = 16
@@ -54,7 +54,7 @@ def parse_query(text: object) -> Query:
         raise ToolCallError(INVALID_QUERY, f"query has {len(text)} characters; at most {MAX_QUERY_CHARS} are allowed.")
     required: list[str] = []
     excluded: list[str] = []
-    for negated, raw in _tokens(text.replace(SEPARATOR, " ")):
+    for negated, raw in _tokens(text):
         term = " ".join(raw.split()).lower()
         if not term:
             continue
