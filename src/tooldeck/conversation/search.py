@@ -17,7 +17,8 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
+from operator import add
 from typing import Final
 
 from tooldeck.conversation.model import Chat
@@ -119,6 +120,29 @@ def _one_word(chat: Chat, word: str, lo: int, hi: int, limit: int) -> tuple[list
     return top, len(counts)
 
 
+def _filtered(chat: Chat, query: Query, lo: int, hi: int, role: str | None,
+              limit: int) -> tuple[list[tuple[int, int]], int]:
+    """Any other query: the candidates' texts decide, one list pass per filter and per term."""
+    cand = sorted(candidates(chat, query.required))
+    if lo > 0 or hi < len(chat) - 1:
+        cand = cand[bisect_left(cand, lo):bisect_right(cand, hi)]
+    if role is not None:
+        messages = chat.messages
+        cand = [i for i in cand if messages[i].role == role]
+    lowered = chat.lowered_texts()
+    texts = [lowered[i] for i in cand]
+    for term in query.required:
+        keep = [term in text for text in texts]
+        cand, texts = list(compress(cand, keep)), list(compress(texts, keep))
+    for term in query.excluded:
+        keep = [term not in text for text in texts]
+        cand, texts = list(compress(cand, keep)), list(compress(texts, keep))
+    scores: list[int] = [0] * len(cand)
+    for term in query.required:
+        scores = list(map(add, scores, map(min, map(str.count, texts, repeat(term)), repeat(TERM_CAP))))
+    return heapq.nlargest(limit, zip(scores, cand, strict=True)), len(cand)
+
+
 def search(chat: Chat, query: Query, lo: int, hi: int, role: str | None, limit: int) -> Found:
     if hi < lo:
         return Found([], 0)
@@ -127,15 +151,6 @@ def search(chat: Chat, query: Query, lo: int, hi: int, role: str | None, limit: 
     if len(required) == 1 and " " not in required[0] and role is None and not excluded:
         top, matched = _one_word(chat, required[0], lo, hi, limit)
     else:
-        found = candidates(chat, required)
-        messages = chat.messages
-        scored = []
-        for i in found:
-            if not lo <= i <= hi or (role is not None and messages[i].role != role):
-                continue
-            text = lowered[i]
-            if all(t in text for t in required) and not any(t in text for t in excluded):
-                scored.append((sum(min(text.count(t), TERM_CAP) for t in required), i))
-        top, matched = heapq.nlargest(limit, scored), len(scored)
+        top, matched = _filtered(chat, query, lo, hi, role, limit)
     hits = [Hit(i, score, snippet(chat.messages[i].text, lowered[i], required[0])) for score, i in top]
     return Found(hits, matched)
