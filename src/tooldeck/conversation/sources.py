@@ -5,8 +5,9 @@ An agent run's chat (its id is the run id) is rebuilt from the run's `agent` eve
 (agent/loop.py): `run_started` → the task as a user message; `model_turn` → an assistant message
 (its text, then one `→ name {arguments}` line per call); each call's result → a `tool` message named
 after the call (from the invocation's records); `background_reports` → a user message. A run resumed
-with the same `run_id` continues the same chat. Chats are cached while unchanged, so repeated searches
-reuse one text index.
+with the same `run_id` continues the same chat. Chats are cached while unchanged (an imported chat's
+revision, a run's last agent event), so repeated searches reuse one index; a turn's tool results join
+the cached chat with the run's next agent event.
 """
 
 from __future__ import annotations
@@ -40,10 +41,9 @@ def _call_line(call: Any) -> str:
     return f"→ {call.call_name} {shown}"
 
 
-def run_messages(records: Recorder, run_id: str) -> tuple[list[Message], float | None, int]:
-    """The messages of an agent run's conversation, when it started (None: not an agent run), and how
-    many messages its latest session started with (through its task)."""
-    log = records.run_event_log(run_id, AGENT_STREAM)  # type: ignore[attr-defined]
+def run_messages(records: Recorder, log: list[Any]) -> tuple[list[Message], float | None, int]:
+    """The messages of an agent run's conversation (its `agent` events, `log`), when it started (None:
+    not an agent run), and how many messages its latest session started with (through its task)."""
     out: list[Message] = []
     started: float | None = None
     input_count = 0
@@ -97,12 +97,13 @@ class DefaultSource:
                 return chat
         if self.records is None or not hasattr(self.records, "run_event_log"):
             return None
-        messages, started, input_count = run_messages(self.records, chat_id)
+        log = self.records.run_event_log(chat_id, AGENT_STREAM)  # type: ignore[attr-defined]
+        revision = ("run", len(log), log[-1].seq if log else 0)
+        if cached is not None and cached.revision == revision:  # the turns' records are read only on a change
+            return cached
+        messages, started, input_count = run_messages(self.records, log)
         if started is None:
             return None
-        revision = ("run", len(messages), input_count, messages[-1].text)
-        if cached is not None and cached.revision == revision:
-            return cached
         chat = Chat(chat_id, tuple(messages), None, revision, input_count)
         self._cache[chat_id] = chat
         return chat
