@@ -195,3 +195,17 @@ def test_cli_import_errors_and_list(tmp_path: Path) -> None:
     assert done.returncode == 2 and "chat.import_invalid: line 2: `mes` is int" in done.stderr
     listed = cli(tmp_path, "chat", "list", "--json")
     assert [(c["chat_id"], c["messages"], c["title"]) for c in json.loads(listed.stdout)] == [("log", 2, "Seraphina")]
+
+
+def test_a_broken_records_file_is_chat_store_failed(tmp_path: Path) -> None:
+    from tooldeck.conversation.chat_store import ChatStore
+    from tooldeck.core.errors import TooldeckError
+
+    (tmp_path / "records.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(TooldeckError) as caught:
+        ChatStore(tmp_path / "records.sqlite").chats(None, 10)
+    assert caught.value.code == "chat.store_failed" and "records.sqlite" in caught.value.message
+    log = tmp_path / "log.jsonl"
+    log.write_text(st_log(["hello"]), encoding="utf-8")
+    done = cli(tmp_path, "chat", "import", str(log))
+    assert done.returncode == 2 and "error: chat.store_failed:" in done.stderr
