@@ -17,16 +17,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
-from tooldeck.conversation import ranges
 from tooldeck.conversation.model import INVALID_RANGE, MESSAGE_NOT_FOUND, READ_TOO_LARGE, ROLES
-from tooldeck.conversation.query import parse_query
-from tooldeck.conversation.search import search
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
 
 if TYPE_CHECKING:  # loaded on the first call, not with the catalog (start-up time)
+    from tooldeck.conversation import ranges
     from tooldeck.conversation.binding import RunConversation
 
 
@@ -46,6 +44,9 @@ def ref(index: int, piece: ranges.Piece | None = None) -> str:
 
 
 def search_handler(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    from tooldeck.conversation.query import parse_query
+    from tooldeck.conversation.search import search
+
     query = parse_query(args["query"])
     settings = ctx.invocation.profile.conversation
     given = _conversation(ctx).input(settings)
@@ -80,6 +81,8 @@ def search_handler(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
 
 
 def read_handler(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    from tooldeck.conversation import ranges
+
     items = args["messages"]
     ranges.check_counts(len(items), "messages", READ_TOO_LARGE)
     given = _conversation(ctx).input(ctx.invocation.profile.conversation)

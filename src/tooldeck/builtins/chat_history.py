@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any, Final
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
 from tooldeck.conversation.model import FIELD_REQUIRED, INVALID_TIME_RANGE, NOT_FOUND, UNKNOWN_MODE, Chat
-from tooldeck.conversation.query import parse_query
-from tooldeck.conversation.search import search, snippet
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
@@ -95,6 +93,9 @@ def _semantic(chat: Chat, words: list[str], limit: int) -> list[tuple[int, int]]
 
 
 def _search(conv: RunConversation, args: dict[str, Any], keyword: str, limit: int) -> ToolOutput:
+    from tooldeck.conversation.query import parse_query
+    from tooldeck.conversation.search import search, snippet
+
     query = parse_query(keyword)
     semantic = args.get("match") == "semantic"
     words = sorted({w for t in query.required for w in t.split()}, key=len, reverse=True)

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
-from tooldeck.conversation import ranges
 from tooldeck.conversation.model import WI_INVALID_RANGE, WI_NOT_FOUND, WI_TOO_LARGE
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
@@ -27,6 +26,8 @@ def _conversation(ctx: CallContext) -> RunConversation:
 
 
 def handle(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
+    from tooldeck.conversation import ranges
+
     items = args.get("entries")
     if items is not None:
         ranges.check_counts(len(items), "entries", WI_TOO_LARGE)
