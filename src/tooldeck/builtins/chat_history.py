@@ -59,7 +59,7 @@ def _load(conv: RunConversation, chat_id: str) -> Chat:
 def _list(conv: RunConversation, args: dict[str, Any], limit: int) -> ToolOutput:
     listed = []
     for info in conv.source.chats(_since(args), limit):
-        chat = conv.source.load(info.chat_id)
+        chat = conv.source.load(info.chat_id) if info.kind == "run" else None  # a run's count is of events
         listed.append({"task_id": info.chat_id, "kind": info.kind, "title": info.title,
                        "started": info.started_at, "messages": len(chat) if chat is not None else info.messages})
     return ToolOutput(json_text(listed), {"conversations": listed})
