@@ -15,7 +15,7 @@ from tooldeck.builtins.registry import BuiltinTool
 CORE_FAMILIES: tuple[str, ...] = (
     "dice", "workspace_files", "workspace_edit", "workspace_control", "shell", "background",
     # the conversation's fixed tools (Agenvoy's fixed set beside find_tools / run_tool: snapshot/deferred.py)
-    "reasoning_guide", "todo", "ask_user", "write_result",
+    "reasoning_guide", "todo", "ask_user", "write_result", "chat_history",
 )
 OPTIONAL_FAMILIES: dict[str, tuple[str, ...]] = {
     "calculate": ("builtin:calculate",),
@@ -31,6 +31,9 @@ OPTIONAL_FAMILIES: dict[str, tuple[str, ...]] = {
     "media": ("builtin:generate_image", "builtin:generate_audio"),
     "chatbots": ("builtin:list_chatbot", "builtin:send_to_chatbot"),
     "schedules": ("builtin:schedules",),
+    # the conversation tools (docs/conversation.md)
+    "chat": ("builtin:chat.search", "builtin:chat.read_messages"),
+    "worldinfo": ("builtin:worldinfo.read_activated",),
     # delegation (TauriTavern) and subagents (Agenvoy): docs/agent.md, "Delegation and subagents"
     "delegate": ("builtin:agent.delegate", "builtin:agent.await"),
     "delegate_return": ("builtin:agent.handoff", "builtin:task.return"),

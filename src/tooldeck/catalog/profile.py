@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
+from tooldeck.conversation.settings import ConversationSettings
 from tooldeck.core.errors import ProfileError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.preconditions import Requires, RequiresError, parse_requires
@@ -35,6 +36,7 @@ DEFAULT_BUILTINS: tuple[str, ...] = (
     "builtin:write_todo",
     "builtin:ask_user",
     "builtin:write_result",
+    "builtin:chat_history",
 )
 DEFAULT_ALLOW: tuple[str, ...] = (*DEFAULT_BUILTINS, "extension/*", "script/*", "mcp/*")
 
@@ -194,6 +196,10 @@ class Profile(Config):
     """Which file-tool family is in the catalog: TauriTavern's `workspace_*`, Agenvoy's `find_files` …, or both."""
     host_commands: bool = False
     """Whether `run_command` may run a command on the host (`sandbox: false`); each such call is `ask`."""
+    # -- conversation (docs/conversation.md#profile-keys) --
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    """The chat bound to the run and its world info, for `chat_search`, `chat_read_messages`,
+    `worldinfo_read_activated`."""
 
     @classmethod
     def prepare(cls, values: dict[str, Any]) -> dict[str, Any]:

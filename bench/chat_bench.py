@@ -1,0 +1,89 @@
+"""Conversation: `chat_search` over 100,000 imported messages (the `scan_limit` cap) against a plain
+Python substring scan of the same texts, measured round-robin in the same run. The tool call goes
+through the whole pipeline (gate, dispatch on a worker thread, projection, records on); the chat is
+loaded once (the source caches it while its revision is unchanged), as in a run that searches
+repeatedly.
+
+The messages: 10-40 words each from a 30,000-word vocabulary with Zipf-like frequencies, some with
+punctuation attached (so the chat's token index holds ~100,000 distinct tokens, as a long real chat
+does). Queries: a rare word (0.2 % of the messages), a common one (10 %), a very common vocabulary
+word, and a two-word query. The baseline is `[i for i, t in enumerate(texts) if q in t]` for the
+query's first word (case-sensitive, no ranking: less work than the tool does). The first search of a
+chat builds its token index; that one-time cost is printed too.
+
+    python -m bench.chat_bench
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import tooldeck
+from bench.timing import ainterleaved_us
+from tooldeck.conversation.chat_store import ChatStore
+from tooldeck.conversation.model import Message
+
+N = 100_000
+VOCAB = [f"w{i:05d}" for i in range(30_000)]
+WEIGHTS = [1 / (rank + 1) for rank in range(len(VOCAB))]
+PUNCT = ["", "", "", "", ",", ".", "!", "?"]
+
+
+def texts(rng: random.Random) -> list[str]:
+    out = []
+    for i in range(N):
+        words = [w + rng.choice(PUNCT) for w in rng.choices(VOCAB, WEIGHTS, k=rng.randint(10, 40))]
+        if i % 500 == 0:
+            words.insert(rng.randrange(len(words)), "lighthouse")
+        if i % 10 == 3:
+            words.insert(rng.randrange(len(words)), "harbour")
+        out.append(" ".join(words))
+    return out
+
+
+async def main() -> None:
+    rng = random.Random(7)
+    corpus = texts(rng)
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        ChatStore(home / "records.sqlite").save("big", None, tuple(Message(i, "user" if i % 2 == 0 else "assistant",
+                                                                           t) for i, t in enumerate(corpus)))
+        rt = tooldeck.Runtime(home, profile={"allow": ["builtin:chat.search"], "conversation": {"chat": "big"},
+                                             "max_calls_per_invocation": 1_000_000})
+        try:
+            inv = rt.invocation(run_id="bench")
+            print(f"chat_search over {N:,} messages ({sum(map(len, corpus)) / 1e6:.1f} M characters), "
+                  "scan_limit 100,000, limit 20; µs per search, median, round-robin")
+            for query, needle in (("lighthouse", "lighthouse"), ("harbour", "harbour"), ("w00001", "w00001"),
+                                  ("harbour w00003", "harbour")):
+                args = {"query": query, "scan_limit": N}
+                started = time.perf_counter()
+                [first] = await inv.arun([{"id": "c", "name": "chat_search", "arguments": args}])
+                if query == "lighthouse":
+                    print(f"  first search (loads the chat, builds its token index): "
+                          f"{time.perf_counter() - started:.2f} s")
+                assert not first.is_error, first.content
+                matched = first.structured["matched"]
+
+                async def tool(args: dict[str, object] = args) -> object:
+                    return await inv.arun([{"id": "c", "name": "chat_search", "arguments": args}])
+
+                async def scan(needle: str = needle) -> object:
+                    return [i for i, t in enumerate(corpus) if needle in t]
+
+                rows = await ainterleaved_us({"substring scan": scan, "chat_search": tool}, inner=3, repeats=15,
+                                             warmup=2)
+                base = dict(rows)["substring scan"]
+                print(f"\n  query {query!r} ({matched:,} matching messages)")
+                for name, value in rows:
+                    print(f"    {name:<15} {value / 1000:9.2f} ms   {value / base:5.2f}× substring scan")
+        finally:
+            rt.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

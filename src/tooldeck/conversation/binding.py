@@ -1,0 +1,139 @@
+"""What a run freezes of its conversation, kept in the run's state (and, with records on, in its
+`conversation` event stream, so another process resuming the run sees the same):
+
+- the **input message count** of the chat bound to the run (Profile `conversation.chat`, else the
+  run's own agent conversation): for an agent run's own chat, the messages its current session started
+  with (earlier sessions and the task); for any other chat, its length at the first conversation tool
+  call of the session. Messages past it are not searchable or readable. A chat that is now shorter
+  than its frozen count is `agent.input_history_conflict`, a HostFault: the run fails.
+- the **world-info activation**: the entries that the newest `scan_depth` messages of that input
+  activate, computed once per session and read by `worldinfo_read_activated`.
+
+A session is one `Agent.run` of the run (the number of `run_started` events in its agent stream; 0
+outside the agent loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from tooldeck.conversation.model import INPUT_HISTORY_CONFLICT, NOT_FOUND, WI_UNAVAILABLE, Chat
+from tooldeck.conversation.port import SOURCE_KEY, ConversationSource
+from tooldeck.conversation.sources import AGENT_STREAM, DefaultSource
+from tooldeck.conversation.worldinfo import Activated, activate, load_book
+from tooldeck.core.errors import HostFault, ToolCallError, TooldeckError
+
+if TYPE_CHECKING:
+    from tooldeck.catalog.runs import RunState
+    from tooldeck.catalog.sources import CallContext
+    from tooldeck.conversation.settings import ConversationSettings
+
+STATE_KEY: Final = "conversation.binding"
+EVENTS: Final = "conversation"
+"""The run event stream of the freezes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    chat: Chat
+    count: int
+    """The frozen input message count: indexes 0 .. count-1 are readable."""
+
+
+class RunConversation:
+    def __init__(self, run: RunState) -> None:
+        self.run = run
+        self._frozen: dict[tuple[str, int], int] = {}
+        self._activations: dict[tuple[Any, ...], list[Activated]] = {}
+        self._read_events = False
+
+    @classmethod
+    def of(cls, ctx: CallContext) -> RunConversation:
+        state = ctx.run.state
+        found = state.get(STATE_KEY)
+        if found is None:
+            found = state[STATE_KEY] = cls(ctx.run)
+        return found  # type: ignore[no-any-return]
+
+    @property
+    def source(self) -> ConversationSource:
+        state = self.run.state
+        found = state.get(SOURCE_KEY)
+        if found is None:
+            found = state[SOURCE_KEY] = DefaultSource(self.run.home, self.run.records)
+        return found  # type: ignore[no-any-return]
+
+    def _session(self) -> int:
+        records = self.run.records
+        if records is None:
+            return 0
+        return sum(1 for e in records.run_events(self.run.run_id, AGENT_STREAM) if e.get("type") == "run_started")
+
+    def _persisted(self) -> None:
+        """Load the freezes an earlier process recorded for this run (once)."""
+        if self._read_events or self.run.records is None:
+            return
+        self._read_events = True
+        for event in self.run.records.run_events(self.run.run_id, EVENTS):
+            if event.get("type") == "input_frozen":
+                self._frozen.setdefault((event["chat"], event["session"]), event["count"])
+            elif event.get("type") == "worldinfo_activated":
+                key = (event["session"], event["chat"], tuple(event["books"]), event["scan_depth"])
+                self._activations.setdefault(key, [Activated(**e) for e in event["entries"]])
+
+    def _record(self, data: dict[str, Any]) -> None:
+        if self.run.records is not None:
+            self.run.records.append_run_event(self.run.run_id, EVENTS, data)
+
+    def chat_id(self, settings: ConversationSettings) -> str:
+        return settings.chat or self.run.run_id
+
+    def input(self, settings: ConversationSettings) -> Input:
+        chat_id = self.chat_id(settings)
+        chat = self.source.load(chat_id)
+        if chat is None:
+            if settings.chat:
+                raise ToolCallError(NOT_FOUND, f"the chat {chat_id!r} bound to this run (Profile conversation.chat) "
+                                               "does not exist; import it with `tooldeck chat import`.")
+            raise ToolCallError(NOT_FOUND, "this run has no conversation: it is not an agent run (or records are "
+                                           "off) and the Profile binds no chat (conversation.chat).")
+        self._persisted()
+        key = (chat_id, self._session())
+        count = self._frozen.get(key)
+        if count is None:
+            own = chat_id == self.run.run_id and chat.input_count is not None
+            count = chat.input_count if own else len(chat)
+            self._frozen[key] = count  # type: ignore[assignment]
+            self._record({"type": "input_frozen", "chat": chat_id, "session": key[1], "count": count})
+        if len(chat) < count:  # type: ignore[operator]
+            raise HostFault(INPUT_HISTORY_CONFLICT,
+                            f"the chat {chat_id!r} has {len(chat)} message(s) now, fewer than the {count} this run "
+                            "started with (it was replaced or cut while the run was going); start a new run.")
+        return Input(chat, count)  # type: ignore[arg-type]
+
+    def activation(self, settings: ConversationSettings) -> list[Activated]:
+        if not settings.worldinfo:
+            raise ToolCallError(WI_UNAVAILABLE, "no world info is active in this run: the Profile names no world-info "
+                                                "book (conversation.worldinfo).")
+        self._persisted()
+        chat_id = self.chat_id(settings)
+        key = (self._session(), chat_id, tuple(settings.worldinfo), settings.scan_depth)
+        found = self._activations.get(key)
+        if found is not None:
+            return found
+        try:
+            books = [load_book(spec, self.run.home) for spec in settings.worldinfo]
+        except TooldeckError as exc:
+            raise ToolCallError(WI_UNAVAILABLE, f"the world info of this run cannot be activated: {exc.message}") \
+                from None
+        try:
+            given = self.input(settings)
+            messages = given.chat.messages[:given.count]
+        except ToolCallError:  # no chat: only constant entries activate
+            messages = ()
+        found = activate(books, messages, settings.scan_depth)
+        self._activations[key] = found
+        self._record({"type": "worldinfo_activated", "session": key[0], "chat": chat_id, "books": list(key[2]),
+                      "scan_depth": key[3], "entries": [a.to_dict() for a in found]})
+        return found

@@ -1,0 +1,20 @@
+"""The Profile's `conversation` table (docs/conversation.md#profile-keys)."""
+
+from __future__ import annotations
+
+from tooldeck.core.typed_config import Config, Field, config_class
+
+
+@config_class
+class ConversationSettings(Config):
+
+    chat: str | None = None
+    """The chat bound to the run: an imported chat's id (`tooldeck chat import`) or an agent run's id.
+    None: the run's own conversation (the agent loop's messages of this run)."""
+    worldinfo: list[str] = Field(default_factory=list)
+    """World-info books: names of `<home>/worldinfo/<name>.json`, or paths."""
+    scan_depth: int = Field(default=2, ge=0, le=1000)
+    """How many of the newest input messages the world-info keys are looked for in (an entry's own
+    `scanDepth` wins)."""
+    search_scan_limit: int = Field(default=10_000, ge=1, le=100_000)
+    """`chat_search`'s `scan_limit` when the call gives none."""
