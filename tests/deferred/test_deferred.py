@@ -6,7 +6,7 @@ import pytest
 from tests.deferred.catalog import runtime
 from tooldeck.snapshot.deferred import group_names
 
-FIXED = ["reasoning_guide", "write_todo", "write_result"]
+FIXED = ["reasoning_guide", "write_todo", "chat_history", "write_result"]
 """The conversation's fixed tools a run without an ask_user answerer binds (docs/deferred.md)."""
 
 QUERIES = {

@@ -153,7 +153,7 @@ async def test_deferred_loading_serves_find_tools_and_run_tool(tmp_path: Path) -
     mcp = _server(tmp_path, {"loading": "deferred"})
     async with Client(mcp.server, mode="legacy") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert list(tools) == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "ask_user",
+        assert list(tools) == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history", "ask_user",
                               "write_result"]
         assert "dice_roll" in (tools["run_tool"].description or "")  # the turn context names the tools
         found = await client.call_tool("find_tools", {"names": ["dice_roll"]})

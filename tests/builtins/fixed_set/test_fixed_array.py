@@ -13,7 +13,7 @@ from tooldeck.builtins import reasoning_guide
 from tooldeck.catalog.profile import DEFAULT_ALLOW
 from tooldeck.snapshot.deferred import FIXED_IDS
 
-ARRAY = ["find_tools", "run_tool", "reasoning_guide", "write_todo", "ask_user", "write_result"]
+ARRAY = ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history", "ask_user", "write_result"]
 
 
 async def test_the_array_is_byte_stable_on_the_wire_and_the_fixed_tools_run_directly(
@@ -52,7 +52,8 @@ def test_the_fixed_order_holds_whatever_the_allow_order_and_deny_removes_one(mak
     allow = ["builtin:write_result", "builtin:write_todo", "builtin:dice.roll", "builtin:reasoning_guide"]
     rt = make_runtime(loading="deferred", allow=allow, pinned=["builtin:dice.roll"])
     inv = rt.invocation()
-    assert names(inv) == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "write_result", "dice_roll"]
+    assert names(inv) == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history", "write_result",
+                           "dice_roll"]
     assert inv.turn_context() == ""  # nothing is left to list
     denied = make_runtime(loading="deferred", deny=["builtin:write_todo"]).invocation()
     assert names(denied) == ["find_tools", "run_tool", "reasoning_guide", "write_result"]
