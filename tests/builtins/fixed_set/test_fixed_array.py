@@ -52,11 +52,10 @@ def test_the_fixed_order_holds_whatever_the_allow_order_and_deny_removes_one(mak
     allow = ["builtin:write_result", "builtin:write_todo", "builtin:dice.roll", "builtin:reasoning_guide"]
     rt = make_runtime(loading="deferred", allow=allow, pinned=["builtin:dice.roll"])
     inv = rt.invocation()
-    assert names(inv) == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history", "write_result",
-                           "dice_roll"]
+    assert names(inv) == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "write_result", "dice_roll"]
     assert inv.turn_context() == ""  # nothing is left to list
     denied = make_runtime(loading="deferred", deny=["builtin:write_todo"]).invocation()
-    assert names(denied) == ["find_tools", "run_tool", "reasoning_guide", "write_result"]
+    assert names(denied) == ["find_tools", "run_tool", "reasoning_guide", "chat_history", "write_result"]
     assert "write_todo" not in denied.turn_context()
 
 
