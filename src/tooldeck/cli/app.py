@@ -35,6 +35,7 @@ COMMANDS = {
     "run": ("run_cmd", "run_app"),
     "secret": ("secret_cmd", "secret_app"),
     "schedules": ("schedules_cmd", "schedules_app"),
+    "approvals": ("approvals_cmd", "approvals_app"),
 }
 
 
