@@ -310,3 +310,21 @@ def test_approvals_cli_lists_and_revokes(make_runtime: Any, tmp_path: Path) -> N
     assert unknown.returncode == 2 and "approvals.unknown_id" in unknown.stderr
     empty = cli("approvals", "list", "--home", str(tmp_path / "fresh"), cwd=tmp_path)
     assert empty.returncode == 2 and "no tooldeck home" in empty.stderr
+
+
+def open_files(path: Path) -> int:
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if str(fd.resolve()).startswith(str(path)))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
+def test_the_lookup_connection_closes_with_the_runtime(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    rt = tooldeck.Runtime(home, profile={"permissions": {DICE: "ask"}, "max_identical_calls": 0},
+                          confirm=Asker(Approval("run")))
+    inv = rt.invocation(run_id="r")
+    for i in range(3):
+        assert not call(inv, i).is_error
+    assert open_files(home / "records.sqlite") > 0
+    rt.close()
+    assert open_files(home / "records.sqlite") == 0

@@ -43,12 +43,13 @@ if TYPE_CHECKING:
     from tooldeck.dispatch import ConfirmationRequest
     from tooldeck.gate import GateEntry
     from tooldeck.invocation import Invocation
-    from tooldeck.records.approvals import RememberedApproval
+    from tooldeck.records.approvals import ApprovalStore, RememberedApproval
 
 INVALID: Final = "approval.invalid"
 Scope = Literal["once", "run", "pattern", "always"]
 SCOPES: Final = ("once", "run", "pattern", "always")
 PATTERN_KEYS: Final = ("command", "path", "host", "match")
+_STATE_KEY: Final = "approvals"
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +165,7 @@ def default_confirmer(confirm: Any) -> str:
 async def settle(inv: Invocation, req: ConfirmationRequest, entry: GateEntry) -> bool:
     """An `ask` call: settled by a remembered answer of the home, else by the host's callback (whose
     remembered answers are stored first); with neither, denied."""
-    from tooldeck.records.approvals import ApprovalStore
-
-    store = ApprovalStore.of_home(inv.runtime.home)
+    store = _store(inv)
     rows = store.active(req.tool_id, req.run_id)
     if rows:
         found = remembered_answer(rows, entry, req.arguments, _resolver(inv, rows))
@@ -185,6 +184,17 @@ async def settle(inv: Invocation, req: ConfirmationRequest, entry: GateEntry) ->
                   req.run_id, req.invocation_id, req.call_id, answer.by or default_confirmer(confirm),
                   socket.gethostname())
     return answer.allow
+
+
+def _store(inv: Invocation) -> ApprovalStore:
+    """The home's approvals, one store (and one open reader) per run, closed with the run (`RunState.close`)."""
+    state = inv.run_state.state
+    store = state.get(_STATE_KEY)
+    if store is None:
+        from tooldeck.records.approvals import ApprovalStore
+
+        store = state[_STATE_KEY] = ApprovalStore.of_home(inv.runtime.home)
+    return store  # type: ignore[no-any-return]
 
 
 def _resolver(inv: Invocation, rows: list[RememberedApproval]) -> Resolver | None:
