@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tooldeck
-from tooldeck.policy.approvals import Approval, applies
+from tooldeck.policy.approvals import applies
 from tooldeck.policy.shell_commands import simple_commands
 from tooldeck.records.approvals import ApprovalStore, RememberedApproval
 
@@ -47,7 +47,7 @@ def rows(home: Path) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute("SELECT * FROM approvals ORDER BY created_at")]
 
 
-@pytest.mark.parametrize("answer", [True, Approval("once")])
+@pytest.mark.parametrize("answer", [True, tooldeck.Approval("once")])
 def test_once_asks_every_time_and_remembers_nothing(make_runtime: Any, tmp_path: Path, answer: Any) -> None:
     asker = Asker(answer)
     rt = make_runtime(permissions={DICE: "ask"}, max_identical_calls=0, confirm=asker)
@@ -59,7 +59,7 @@ def test_once_asks_every_time_and_remembers_nothing(make_runtime: Any, tmp_path:
 
 
 def test_run_scope_holds_for_the_run_only_and_is_a_records_row(make_runtime: Any, tmp_path: Path) -> None:
-    asker = Asker(Approval("run", by="alice"))
+    asker = Asker(tooldeck.Approval("run", by="alice"))
     rt = make_runtime(permissions={DICE: "ask"}, max_identical_calls=0, confirm=asker)
     inv = rt.invocation(run_id="r1")
     for i in range(3):
@@ -79,7 +79,7 @@ def test_run_scope_holds_for_the_run_only_and_is_a_records_row(make_runtime: Any
 
 
 def test_always_holds_in_every_run_and_without_a_callback(make_runtime: Any, tmp_path: Path) -> None:
-    asker = Asker(Approval("always"))
+    asker = Asker(tooldeck.Approval("always"))
     rt = make_runtime(permissions={DICE: "ask"}, max_identical_calls=0, confirm=asker)
     assert not call(rt.invocation(run_id="r1"), 0).is_error
     assert not call(rt.invocation(run_id="r2"), 1).is_error
@@ -98,7 +98,7 @@ NOT_COVERED = ["git diff; rm x", "git diff && rm x", "git diff || rm x", "git di
 
 def test_a_pattern_approval_covers_every_simple_command_never_the_raw_string(make_runtime: Any,
                                                                              tmp_path: Path) -> None:
-    asker = Asker(Approval("pattern", command="git diff:*"), False)
+    asker = Asker(tooldeck.Approval("pattern", command="git diff:*"), False)
     rt = make_runtime(confirm=asker, **SHELL_PROFILE)
     inv = rt.invocation(run_id="r")
     keep = rt.run_state("r").workspace_root / "x"
@@ -117,7 +117,7 @@ def test_a_pattern_approval_covers_every_simple_command_never_the_raw_string(mak
 
 
 def test_a_run_scope_pattern_and_path_patterns(make_runtime: Any, tmp_path: Path) -> None:
-    asker = Asker(Approval("run", path="output/*"), False)
+    asker = Asker(tooldeck.Approval("run", path="output/*"), False)
     rt = make_runtime(confirm=asker, permissions={"builtin:workspace.write_file": "ask"})
     inv = rt.invocation(run_id="r")
     write = "workspace_write_file"
@@ -134,7 +134,7 @@ def test_a_run_scope_pattern_and_path_patterns(make_runtime: Any, tmp_path: Path
 
 
 def test_a_remembered_denial_refuses_without_asking_and_beats_an_approval(make_runtime: Any, tmp_path: Path) -> None:
-    asker = Asker(Approval("always"), Approval("run", allow=False))
+    asker = Asker(tooldeck.Approval("always"), tooldeck.Approval("run", allow=False))
     rt = make_runtime(permissions={DICE: "ask"}, max_identical_calls=0, confirm=asker)
     assert not call(rt.invocation(run_id="r0"), 0).is_error
     store = ApprovalStore.of_home(tmp_path)
@@ -152,7 +152,7 @@ def test_a_remembered_denial_refuses_without_asking_and_beats_an_approval(make_r
 
 
 def test_a_remembered_approval_never_overrides_a_deny(make_runtime: Any, tmp_path: Path) -> None:
-    asker = Asker(Approval("always"), True)
+    asker = Asker(tooldeck.Approval("always"), True)
     rt = make_runtime(confirm=asker, **SHELL_PROFILE)
     call(rt.invocation(run_id="r"), 0, "workspace_shell", command="echo hi")
     assert len(asker.asked) == 1
@@ -176,7 +176,7 @@ def test_a_remembered_approval_never_overrides_a_deny(make_runtime: Any, tmp_pat
 
 
 def test_a_revoked_approval_asks_again_in_a_process_that_is_still_running(make_runtime: Any, tmp_path: Path) -> None:
-    asker = Asker(Approval("run"), True)
+    asker = Asker(tooldeck.Approval("run"), True)
     rt = make_runtime(permissions={DICE: "ask"}, max_identical_calls=0, confirm=asker)
     inv = rt.invocation(run_id="r")
     call(inv, 0)
@@ -196,14 +196,13 @@ def test_a_revoked_approval_asks_again_in_a_process_that_is_still_running(make_r
 SCRIPT = textwrap.dedent("""
     import sys
     import tooldeck
-    from tooldeck.policy.approvals import Approval
 
     home, scope, log = sys.argv[1], sys.argv[2], sys.argv[3]
 
     def confirm(req):
         with open(log, "a") as f:
             f.write(f"asked {req.call_id}\\n")
-        return Approval(scope) if scope != "no" else False
+        return tooldeck.Approval(scope) if scope != "no" else False
 
     with tooldeck.Runtime(home, profile={"permissions": {"builtin:dice.roll": "ask"}}, confirm=confirm) as rt:
         out = rt.invocation(run_id="shared-run").run(
@@ -230,8 +229,8 @@ def test_a_second_process_of_the_home_is_not_asked(tmp_path: Path, scope: str) -
 
 
 def test_a_bad_approval_is_a_host_fault_and_the_call_does_not_run(make_runtime: Any, tmp_path: Path) -> None:
-    def confirm(req: Any) -> Approval:
-        return Approval("pattern")  # no pattern
+    def confirm(req: Any) -> tooldeck.Approval:
+        return tooldeck.Approval("pattern")  # no pattern
 
     rt = make_runtime(permissions={"builtin:workspace.write_file": "ask"}, confirm=confirm)
     with pytest.raises(tooldeck.TooldeckError) as err:
@@ -248,7 +247,7 @@ def test_a_bad_approval_is_a_host_fault_and_the_call_does_not_run(make_runtime: 
 ])
 def test_a_bad_approval_is_refused_where_it_is_made(kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(tooldeck.TooldeckError) as err:
-        Approval(**kwargs)
+        tooldeck.Approval(**kwargs)
     assert err.value.code == "approval.invalid" and needle in err.value.message
 
 
@@ -258,7 +257,7 @@ def test_a_bad_approval_is_refused_where_it_is_made(kwargs: dict[str, Any], need
        pointer=st.none() | st.text(alphabet=st.sampled_from(list("/ab~01")), max_size=5))
 def test_any_approval_is_made_or_refused_with_its_code(scope: str, command: str | None, pointer: str | None) -> None:
     try:
-        approval = Approval(scope, command=command, match={} if pointer is None else {pointer: "x*"})  # type: ignore[arg-type]
+        approval = tooldeck.Approval(scope, command=command, match={} if pointer is None else {pointer: "x*"})  # type: ignore[arg-type]
     except tooldeck.TooldeckError as exc:
         assert exc.code == "approval.invalid"
     else:
@@ -284,7 +283,7 @@ def test_a_command_pattern_applies_only_when_every_simple_command_is_covered(lin
 def test_approvals_cli_lists_and_revokes(make_runtime: Any, tmp_path: Path) -> None:
     from tests.cli.support import tooldeck as cli
 
-    asker = Asker(Approval("pattern", command="git diff:*", by="carol"))
+    asker = Asker(tooldeck.Approval("pattern", command="git diff:*", by="carol"))
     rt = make_runtime(confirm=asker, **SHELL_PROFILE)
     call(rt.invocation(run_id="r"), 0, "workspace_shell", command="git diff")
     listed = cli("approvals", "list", "--json", "--home", str(tmp_path), cwd=tmp_path)
@@ -321,7 +320,7 @@ def open_files(path: Path) -> int:
 def test_the_lookup_connection_closes_with_the_runtime(tmp_path: Path) -> None:
     home = tmp_path / "home"
     rt = tooldeck.Runtime(home, profile={"permissions": {DICE: "ask"}, "max_identical_calls": 0},
-                          confirm=Asker(Approval("run")))
+                          confirm=Asker(tooldeck.Approval("run")))
     inv = rt.invocation(run_id="r")
     for i in range(3):
         assert not call(inv, i).is_error
