@@ -244,6 +244,7 @@ def test_a_bad_approval_is_a_host_fault_and_the_call_does_not_run(make_runtime: 
     ({"scope": "once", "command": "ls:*"}, "takes no pattern"), ({"scope": "always", "path": "a"}, "scope 'pattern'"),
     ({"scope": "run", "command": " "}, "names no command"), ({"scope": "run", "match": {"repo": "x"}}, "JSON pointer"),
     ({"scope": "run", "allow": "yes"}, "True or False"), ({"scope": "run", "by": " "}, "non-empty"),
+    ({"scope": "run", "match": ["/a"]}, "must be a mapping"), ({"scope": "run", "command": 3}, "command"),
 ])
 def test_a_bad_approval_is_refused_where_it_is_made(kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(tooldeck.TooldeckError) as err:
@@ -327,3 +328,32 @@ def test_the_lookup_connection_closes_with_the_runtime(tmp_path: Path) -> None:
     assert open_files(home / "records.sqlite") > 0
     rt.close()
     assert open_files(home / "records.sqlite") == 0
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(st.text(max_size=30))
+def test_revoking_any_id_that_is_not_there_is_unknown_id_and_changes_nothing(approval_id: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ApprovalStore.of_home(tmp)
+        kept = store.add("allow", "always", DICE, None, "r", "i", "c", "me", "h")
+        if approval_id.strip() == kept.id:
+            return
+        with pytest.raises(tooldeck.TooldeckError) as err:
+            store.revoke(approval_id, "me")
+        assert err.value.code == "approvals.unknown_id"
+        assert [a.id for a in store.list()] == [kept.id]
+
+
+def test_a_records_file_that_is_not_a_database_is_approvals_unavailable(make_runtime: Any, tmp_path: Path) -> None:
+    from tests.cli.support import tooldeck as cli
+
+    (tmp_path / "records.sqlite").write_bytes(b"not a database" * 100)
+    rt = make_runtime(records=False, permissions={"builtin:workspace.write_file": "ask"}, confirm=Asker(True))
+    with pytest.raises(tooldeck.TooldeckError) as err:
+        call(rt.invocation(run_id="r"), 0, "workspace_write_file", path="output/a.md", content="a")
+    assert err.value.code == "approvals.unavailable" and "records.sqlite" in err.value.message
+    assert not (rt.run_state("r").workspace_root / "output" / "a.md").exists()
+    listed = cli("approvals", "list", "--home", str(tmp_path), cwd=tmp_path)
+    assert listed.returncode == 2 and "approvals.unavailable" in listed.stderr and "Traceback" not in listed.stderr

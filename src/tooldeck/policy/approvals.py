@@ -70,6 +70,9 @@ class Approval:
             raise TooldeckError(INVALID, f"scope {self.scope!r} is not one of {', '.join(SCOPES)}")
         if type(self.allow) is not bool:
             raise TooldeckError(INVALID, f"allow must be True or False, not {type(self.allow).__name__}")
+        if not isinstance(self.match, Mapping):
+            raise TooldeckError(INVALID, "match must be a mapping of JSON pointer to glob, not "
+                                f"{type(self.match).__name__}")
         if self.by is not None and (not isinstance(self.by, str) or not self.by.strip()):
             raise TooldeckError(INVALID, "by must be a non-empty name (who answered), or None")
         pattern = self.pattern
