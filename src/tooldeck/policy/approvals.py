@@ -29,9 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
-import getpass
 import inspect
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -159,6 +157,8 @@ def default_confirmer(confirm: Any) -> str:
     named = getattr(confirm, "confirmer", None)
     if isinstance(named, str) and named.strip():
         return named
+    import getpass  # here: only a remembered answer needs it (dispatch imports this module)
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no user name for this uid (a container without /etc/passwd entry)
@@ -183,6 +183,8 @@ async def settle(inv: Invocation, req: ConfirmationRequest, entry: GateEntry) ->
     if type(answer) is not Approval:
         return bool(answer)
     if answer.remembered:
+        import socket
+
         store.add("allow" if answer.allow else "deny", answer.scope, req.tool_id, answer.pattern,  # type: ignore[arg-type]
                   req.run_id, req.invocation_id, req.call_id, answer.by or default_confirmer(confirm),
                   socket.gethostname())
