@@ -17,6 +17,8 @@ if typing.TYPE_CHECKING:
     from tooldeck.core.errors import ToolCallError, TooldeckError
     from tooldeck.core.ids import ToolId
     from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
+    from tooldeck.dispatch import ConfirmationRequest
+    from tooldeck.policy.approvals import Approval
     from tooldeck.records.port import Recorder
     from tooldeck.runtime import Invocation, Runtime, open
 
@@ -25,7 +27,9 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _EXPORTS = {
     "AgentToolResult": "tooldeck.core.results",
+    "Approval": "tooldeck.policy.approvals",
     "CallContext": "tooldeck.catalog.sources",
+    "ConfirmationRequest": "tooldeck.dispatch",
     "Executable": "tooldeck.catalog.sources",
     "Invocation": "tooldeck.runtime",
     "InvocationView": "tooldeck.catalog.sources",
@@ -48,7 +52,9 @@ _EXPORTS = {
 
 __all__ = [
     "AgentToolResult",
+    "Approval",
     "CallContext",
+    "ConfirmationRequest",
     "Executable",
     "Invocation",
     "InvocationView",

@@ -26,6 +26,7 @@ from tooldeck.core.errors import HOST_FAULT, TOOL_UNAVAILABLE
 from tooldeck.core.results import ToolOutput
 from tooldeck.gate import Admitted, GateEntry, Refused
 from tooldeck.outcomes import failure, host_fault, timed_out
+from tooldeck.policy.approvals import Approval, settle
 
 if TYPE_CHECKING:
     from tooldeck.invocation import Invocation
@@ -45,7 +46,8 @@ class ConfirmationRequest:
     invocation_id: str
 
 
-Confirm = Callable[[ConfirmationRequest], bool | Awaitable[bool]]
+Confirm = Callable[[ConfirmationRequest], bool | Approval | Awaitable[bool | Approval]]
+"""The host's answer to an `ask` call: True / False for this call, or an `Approval` that may be remembered."""
 
 Finished = ToolOutput | Any
 """A finished call: a ToolOutput (always, for errors), or the plain value the tool returned, which
@@ -232,14 +234,10 @@ def _thread_job(executable: Executable, args: dict[str, Any], inv: Invocation, e
 
 
 async def _confirmed(inv: Invocation, call_id: str, check: Admitted) -> bool:
-    confirm = inv.confirm
-    if confirm is None:
-        return False
+    """A remembered answer of the home settles the call, else the host's callback (policy/approvals.py)."""
     b = check.entry.binding
-    answer = confirm(ConfirmationRequest(call_id, b.tool_id, b.call_name, check.args, inv.run_state.run_id, inv.id))
-    if inspect.isawaitable(answer):
-        answer = await answer
-    return bool(answer)
+    req = ConfirmationRequest(call_id, b.tool_id, b.call_name, check.args, inv.run_state.run_id, inv.id)
+    return await settle(inv, req, check.entry)
 
 
 @dataclass(slots=True)

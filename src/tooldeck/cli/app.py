@@ -36,6 +36,7 @@ COMMANDS = {
     "secret": ("secret_cmd", "secret_app"),
     "schedules": ("schedules_cmd", "schedules_app"),
     "chat": ("chat_cmd", "chat_app"),
+    "approvals": ("approvals_cmd", "approvals_app"),
 }
 
 

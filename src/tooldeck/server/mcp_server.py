@@ -212,7 +212,7 @@ class TooldeckMCPServer:
         session = self._session(ctx)
         view = session.view
         request_id = ctx.request_id
-        modern = (InputRequiredConfirm(params) if params is not None
+        modern = (InputRequiredConfirm(params, ctx.session) if params is not None
                   and modern_client and declared_elicitation(ctx.session) else None)
         confirm = modern if modern is not None else handshake_confirm(ctx.session, request_id)
         inv = self.runtime.invocation(PROVIDER, self.options.scene, run_id=session.run_id,
