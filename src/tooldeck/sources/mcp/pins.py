@@ -135,7 +135,7 @@ class PinStore:
             with open(self.path, "rb") as fh:
                 fh.seek(24)  # SQLite header: the file change counter, bumped by every commit
                 return os.fstat(fh.fileno()).st_ino, fh.read(4)
-        except FileNotFoundError:
+        except OSError:  # absent, or not a file: `load` / `observe` report what is wrong
             return None
 
 

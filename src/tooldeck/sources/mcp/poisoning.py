@@ -76,13 +76,13 @@ def scan_text(text: str, where: str = "description") -> list[Finding]:
         names = sorted({f"U+{ord(c):04X}" for c in invisible})
         out.append(Finding("invisible_characters", where, f"{len(invisible)} invisible or control character(s): "
                            + ", ".join(names[:6]) + (" …" if len(names) > 6 else "")))
-    at = text.find("<!--")
-    if at >= 0:
-        out.append(Finding("hidden_comment", where, f"an HTML comment: {snippet(text, at)}"))
     hidden = _hidden_after_whitespace(text)
     if hidden is not None:
         out.append(Finding("hidden_whitespace", where, f"text after a long run of whitespace: {snippet(text, hidden)}"))
     folded = _fold(text)
+    at = folded.find("<!--")
+    if at >= 0:
+        out.append(Finding("hidden_comment", where, f"an HTML comment: {snippet(folded, at)}"))
     for kind, pattern in (("markup_tag", _TAG), ("instruction", _PHRASES), ("sensitive_path", _PATHS)):
         match = pattern.search(folded)
         if match is not None:
