@@ -95,7 +95,7 @@ def test_pinned_tool_disappears_on_list_changed_until_another_process_approves_i
         [left] = [d for d in doc["left_out"] if d["tool_id"].endswith(":echo")]
         assert "changed (description)" in left["reason"] and "tooldeck mcp approve" in left["reason"]
         tools = {t["name"]: t for t in json.loads(_cli(home, "mcp", "tools", "fx", "--json").stdout)}
-        assert tools["echo"]["pin"] == "changed" and tools["echo"]["offered"] is False
+        assert tools["echo"]["pin"] == "changed" and tools["echo"]["offered"] is False and tools["echo"]["withheld"]
         assert {f["kind"] for f in tools["echo"]["flags"]} >= {"markup_tag", "instruction", "sensitive_path"}
         assert tools["add"]["pin"] == "first seen" and tools["add"]["offered"] is True
 

@@ -253,8 +253,7 @@ def tools(
                Column("pin", "text", min_width=5), Column("flags", "text", min_width=5),
                Column("description", "text", min_width=24), Column("native name", "id", drop=1),
                Column("tool id", "id", drop=2)]
-    typer.echo(render(columns, [(t.model_name, t.permission, t.pin if t.offered or t.pin == "first seen" or
-                                 t.pin == "approved" else f"{t.pin}, withheld",
+    typer.echo(render(columns, [(t.model_name, t.permission, f"{t.pin}, withheld" if t.withheld else t.pin,
                                  ", ".join(sorted({f.kind for f in t.flags})) or "-", summary(t.description), t.name,
                                  t.tool_id) for t in infos]), nl=False)
     flagged = [t for t in infos if t.flags]

@@ -26,11 +26,13 @@ class ToolInfo:
     """False when its pinned server withholds it (changed since approved), or it is `off` or its server paused."""
     flags: tuple[Finding, ...] = ()
     """What the poisoning detector found in its description and schema texts (`poisoning.py`)."""
+    withheld: bool = False
+    """Its pinned server does not offer it: its definition changed since it was approved."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool_id": self.tool_id, "name": self.name, "call_name": self.model_name,
                 "permission": self.permission, "description": self.description, "pin": self.pin,
-                "offered": self.offered, "flags": [f.to_dict() for f in self.flags]}
+                "offered": self.offered, "withheld": self.withheld, "flags": [f.to_dict() for f in self.flags]}
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,5 +54,5 @@ def tools(servers: Servers, name: str) -> list[ToolInfo]:
         tid = str(ToolId.mcp(state.rid, native))
         out.append(ToolInfo(tid, native, mcp_model_name(state.config.label, native), servers.permission(state, native),
                             tool.get("description") or "", pin_checks.pin_status(state, native), tid in offered,
-                            tuple(found.get(native, ()))))
+                            tuple(found.get(native, ())), tid in servers.withheld))
     return out
