@@ -314,8 +314,6 @@ def diff(server: ServerArgument, home: HomeOption = DEFAULT_HOME, as_json: JsonO
     """The tools whose listed definition differs from the approved (first seen) one, field by field: old `-`, new
     `+`, invisible characters spelled out. Reads the cached catalog (run `tooldeck mcp refresh` first to re-list)."""
     from tooldeck.core.errors import TooldeckError
-    from tooldeck.sources.mcp.pin_checks import since
-    from tooldeck.sources.mcp.pin_diff import render
 
     manager = _require_manager(home)
     try:
@@ -331,14 +329,8 @@ def diff(server: ServerArgument, home: HomeOption = DEFAULT_HOME, as_json: JsonO
         typer.echo(f"{server}: every listed tool matches its approved definition")
         return
     for d in diffs:
-        state = "withheld until approved" if d.withheld else "still offered (the server is not pinned)"
-        was = since(d.pin) if d.pin else "never pinned"
-        typer.echo(f"{d.tool}: changed since it was {was}; {state}")
-        if d.pin is not None:
-            typer.echo(f"  digest {d.pin.digest[:16]} -> {(d.digest or '?')[:16]}")
-        for change in d.changes:
-            for line in render(change):
-                typer.echo(f"  {line}")
+        for line in d.lines():
+            typer.echo(line)
     typer.echo(f"\nApprove with `tooldeck mcp approve {server}` (all) or `tooldeck mcp approve {server} TOOL`.")
 
 

@@ -131,6 +131,15 @@ class ToolDiff:
     changes: list[pin_diff.Change]
     withheld: bool
 
+    def lines(self) -> list[str]:
+        """Readable text: what changed since when, the digests, each change (`pin_diff.render`)."""
+        state = "withheld until approved" if self.withheld else "still offered (the server is not pinned)"
+        out = [f"{self.tool}: changed since it was {since(self.pin) if self.pin else 'never pinned'}; {state}"]
+        if self.pin is not None:
+            out.append(f"  digest {self.pin.digest[:16]} -> {(self.digest or '?')[:16]}")
+        out.extend(f"  {line}" for change in self.changes for line in pin_diff.render(change))
+        return out
+
     def to_dict(self) -> dict[str, object]:
         return {"tool": self.tool, "tool_id": self.tool_id, "status": self.status, "withheld": self.withheld,
                 "pinned": self.pin.to_dict() if self.pin else None, "digest": self.digest,
