@@ -5,7 +5,8 @@
   descriptors read it guards;
 - `sync_pins (changed)`: the reload after another process approved something (one SELECT per server
   + rebuild of the offered descriptors), for 1 server of 100 tools;
-- `rebuild`: what is offered, rebuilt from a catalog of 100 tools with pins (digests cached per catalog);
+- `rebuild`: what is offered, rebuilt from a catalog of 100 tools, for a pinned server (each tool's digest,
+  cached per catalog, against its pin) and an unpinned one (no pin check);
 - `scan`: the poisoning detector on a 300-character clean description and on a 256 KiB one.
 
     python -m bench.pins_bench
@@ -33,8 +34,9 @@ DESCRIPTION = ("Search the issue tracker for issues that match a query; returns 
                "that duplicates are found; the query accepts the tracker's own syntax (is:open, label:bug).")[:300]
 
 
-def _home(root: Path) -> Servers:
-    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"gh": {"command": "true", "pin": True}}}))
+def _home(root: Path, pin: bool = True) -> Servers:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"gh": {"command": "true", "pin": pin}}}))
     config = cfg.load(root)
     assert config is not None
     server = config.servers["gh"]
@@ -50,7 +52,8 @@ def _home(root: Path) -> Servers:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        servers = _home(Path(tmp))
+        servers = _home(Path(tmp) / "pinned")
+        unpinned = _home(Path(tmp) / "unpinned", pin=False)
         servers.sync_pins()
         path = servers.pin_store.path
         [state] = servers.by_name.values()
@@ -64,7 +67,8 @@ def main() -> None:
             servers.sync_pins()
 
         rows.append(("sync_pins (changed)", median_us(changed, 50)))
-        rows.append(("rebuild", median_us(servers.rebuild, 50)))
+        rows.append(("rebuild, pinned", median_us(servers.rebuild, 50)))
+        rows.append(("rebuild, not pinned", median_us(unpinned.rebuild, 50)))
         report(rows, "os.stat (baseline)")
         assert len(servers.offered) == TOOLS and state.pins is not None
         print("poisoning detector:")

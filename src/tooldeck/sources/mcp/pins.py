@@ -132,11 +132,16 @@ class PinStore:
     def stamp(self) -> tuple[int, bytes] | None:
         """Changes whenever any process commits to the store (None while it does not exist)."""
         try:
-            with open(self.path, "rb") as fh:
-                fh.seek(24)  # SQLite header: the file change counter, bumped by every commit
-                return os.fstat(fh.fileno()).st_ino, fh.read(4)
+            fd = os.open(self.path, os.O_RDONLY)
         except OSError:  # absent, or not a file: `load` / `observe` report what is wrong
             return None
+        try:
+            # SQLite header: the file change counter, bumped by every commit (rollback-journal mode)
+            return os.fstat(fd).st_ino, os.pread(fd, 4, 24)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
 
 def _select(conn: sqlite3.Connection, registration_id: str) -> dict[str, Pin]:

@@ -31,6 +31,7 @@ from typing import Any
 WHITESPACE_RUN = 40
 NEWLINE_RUN = 8
 _SNIPPET = 60
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 _TAG = re.compile(r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|critical|override|context)\b"
                   r"[^<>]{0,80}>|\[/?inst\]|<\|im_(?:start|end)\|>", re.IGNORECASE)
@@ -71,7 +72,8 @@ def scan(tool: dict[str, Any]) -> list[Finding]:
 
 def scan_text(text: str, where: str = "description") -> list[Finding]:
     out: list[Finding] = []
-    invisible = [c for c in text if _invisible(c)]
+    ascii_only = text.isascii()  # the common case: no format characters, and NFKC changes nothing
+    invisible = _ASCII_CONTROL.findall(text) if ascii_only else [c for c in text if _invisible(c)]
     if invisible:
         names = sorted({f"U+{ord(c):04X}" for c in invisible})
         out.append(Finding("invisible_characters", where, f"{len(invisible)} invisible or control character(s): "
@@ -79,7 +81,7 @@ def scan_text(text: str, where: str = "description") -> list[Finding]:
     hidden = _hidden_after_whitespace(text)
     if hidden is not None:
         out.append(Finding("hidden_whitespace", where, f"text after a long run of whitespace: {snippet(text, hidden)}"))
-    folded = _fold(text)
+    folded = " ".join(text.split()) if ascii_only else _fold(text)
     at = folded.find("<!--")
     if at >= 0:
         out.append(Finding("hidden_comment", where, f"an HTML comment: {snippet(folded, at)}"))
