@@ -1,5 +1,6 @@
-"""`tooldeck mcp list | tools SERVER | refresh [SERVER] | login SERVER | logout SERVER`: the configured MCP
-servers, their tools, and the OAuth sign-in of HTTP servers (`sources/mcp/login.py`).
+"""`tooldeck mcp list | tools SERVER | refresh [SERVER] | diff SERVER | approve SERVER [TOOL] | login SERVER |
+logout SERVER`: the configured MCP servers, their tools, their changed tool definitions (`sources/mcp/pins.py`),
+and the OAuth sign-in of HTTP servers (`sources/mcp/login.py`).
 
 A server that failed shows its failure code, the cause and the next step; these commands print it
 themselves, so the `tooldeck.mcp` warnings that say the same are held back while they run. The MCP
@@ -13,7 +14,7 @@ import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
     from tooldeck.sources.mcp import AuthState, Failure, McpManager, OAuthPlan
 
 mcp_app = cli_app(name="mcp", no_args_is_help=True,
-                  help="MCP servers: list them, show their tools, refresh catalogs, sign in (OAuth).")
+                  help="MCP servers: list them, show their tools, refresh catalogs, review and approve changed "
+                       "tool definitions, sign in (OAuth).")
 ServerArgument = Annotated[str, typer.Argument(metavar="SERVER", help="The server's name, as in the config.")]
 
 
@@ -245,14 +247,24 @@ def tools(
     finally:
         manager.close()
     if as_json:
-        print_json([{"tool_id": t.tool_id, "name": t.name, "call_name": t.model_name, "permission": t.permission,
-                     "description": t.description} for t in infos])
+        print_json([t.to_dict() for t in infos])
         return
     columns = [Column("call name", "id"), Column("permission", "text", min_width=5),
+               Column("pin", "text", min_width=5), Column("flags", "text", min_width=5),
                Column("description", "text", min_width=24), Column("native name", "id", drop=1),
                Column("tool id", "id", drop=2)]
-    typer.echo(render(columns, [(t.model_name, t.permission, summary(t.description), t.name, t.tool_id)
-                                for t in infos]), nl=False)
+    typer.echo(render(columns, [(t.model_name, t.permission, f"{t.pin}, withheld" if t.withheld else t.pin,
+                                 ", ".join(sorted({f.kind for f in t.flags})) or "-", summary(t.description), t.name,
+                                 t.tool_id) for t in infos]), nl=False)
+    flagged = [t for t in infos if t.flags]
+    if flagged:
+        from tooldeck.cli.table import clean
+
+        typer.echo("")
+        typer.echo("Flagged descriptions (text that may be aimed at the model rather than the user):")
+        for t in flagged:
+            for finding in t.flags:
+                typer.echo(clean(f"  {t.name}: {finding.text()}", one_line=True))
 
 
 def refresh(
@@ -298,8 +310,76 @@ def refresh(
         raise typer.Exit(1)
 
 
+def diff(server: ServerArgument, home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -> None:
+    """The tools whose listed definition differs from the approved (first seen) one, field by field: old `-`, new
+    `+`, invisible characters spelled out. Reads the cached catalog (run `tooldeck mcp refresh` first to re-list)."""
+    from tooldeck.core.errors import TooldeckError
+
+    manager = _require_manager(home)
+    try:
+        diffs = manager.diff(server)
+    except TooldeckError as exc:
+        usage_errors(exc)
+    finally:
+        manager.close()
+    if as_json:
+        print_json([d.to_dict() for d in diffs])
+        return
+    if not diffs:
+        typer.echo(f"{server}: every listed tool matches its approved definition")
+        return
+    for d in diffs:
+        for line in d.lines():
+            typer.echo(line)
+    typer.echo(f"\nApprove with `tooldeck mcp approve {server}` (all) or `tooldeck mcp approve {server} TOOL`.")
+
+
+def approve(
+    server: ServerArgument,
+    tool: Annotated[str | None, typer.Argument(metavar="[TOOL]", help="One tool's native name; every changed "
+                                               "tool of the server when omitted.")] = None,
+    home: HomeOption = DEFAULT_HOME,
+    by: Annotated[str | None, typer.Option("--by", metavar="NAME", help="Who approves (recorded); the OS user "
+                                           "by default.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve the listed definition of a tool (or of every changed tool): it becomes the pinned one, with who and
+    when, and a pinned server offers the tool again."""
+    import getpass
+    import sqlite3
+
+    from tooldeck.core.errors import TooldeckError
+
+    who = by or _user(getpass)
+    manager = _require_manager(home)
+    try:
+        approved = manager.approve(server, tool, who)
+    except TooldeckError as exc:
+        usage_errors(exc)
+    except sqlite3.Error as exc:
+        typer.echo(f"error: mcp.pins_unavailable: {manager.servers.pin_store.path}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        manager.close()
+    if as_json:
+        print_json({"server": server, "approved": approved, "by": who})
+    elif approved:
+        typer.echo(f"{server}: approved {', '.join(approved)} (by {who})")
+    else:
+        typer.echo(f"{server}: nothing to approve; every listed tool matches its approved definition")
+
+
+def _user(getpass: Any) -> str:
+    try:
+        return str(getpass.getuser())
+    except Exception:  # no user name in the environment nor the password database
+        return "unknown"
+
+
 mcp_app.command("list")(list_servers)
 mcp_app.command("tools")(tools)
 mcp_app.command("refresh")(refresh)
+mcp_app.command("diff")(diff)
+mcp_app.command("approve")(approve)
 mcp_app.command("login")(login)
 mcp_app.command("logout")(logout)

@@ -48,8 +48,14 @@ def tools(
             inv = rt.invocation(provider=provider, headless=headless)
         except TooldeckError as exc:
             usage_errors(exc)
-        _show(inv, provider, as_json=as_json, long=long, left_out=rt.snapshots.left_out(inv.snapshot),
-              show_all=show_all)
+        left_out = rt.snapshots.left_out(inv.snapshot)
+        if rt.mcp is not None:  # tools a pinned MCP server lists but withholds (changed since approved)
+            from tooldeck.catalog.profile import matches
+
+            prof = inv.profile
+            left_out += [(tid, why) for tid, why in rt.mcp.withheld()
+                         if any(matches(p, tid) for p in prof.allow) and not prof.is_denied(tid)]
+        _show(inv, provider, as_json=as_json, long=long, left_out=left_out, show_all=show_all)
     finally:
         rt.close()
 

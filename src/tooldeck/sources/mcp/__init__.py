@@ -4,7 +4,8 @@ What a host or an integration needs, with no import from the modules behind it:
 
 - the source and its configuration: `McpManager`, `load`, `McpConfig`, `ServerConfig`, `Permission`,
   `expand` (`${VAR}` expansion, as the source does it), `McpConfigError`;
-- what it reports: `ServerStatus`, `RefreshReport`, `ToolInfo`, `Failure`, and the stable codes in
+- what it reports: `ServerStatus`, `RefreshReport`, `ToolInfo`, `ToolDiff` (a tool changed since its
+  pinned definition, `McpManager.diff`), `Failure`, and the stable codes in
   `errors` (`errors.NOT_SENT`, `errors.CALL_OUTCOME_UNKNOWN`, …);
 - for code that talks to MCP servers itself (a relay), the two translations this package owns: a tool
   result into a `ToolOutput` (`result_output`, `SaveTarget`), and a failure into a code, a cause and a
@@ -53,6 +54,7 @@ if typing.TYPE_CHECKING:
     from tooldeck.sources.mcp.manager import McpManager
     from tooldeck.sources.mcp.namespace import assign_prompts, assign_uris, decode_uri
     from tooldeck.sources.mcp.oauth_config import OAuthPlan, oauth_plan
+    from tooldeck.sources.mcp.pin_checks import ToolDiff
     from tooldeck.sources.mcp.relay import collect_results
     from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
     from tooldeck.sources.mcp.tokens import AuthState
@@ -85,6 +87,7 @@ _EXPORTS = {
     "ServerConfig": "config",
     "ServerStatus": "reports",
     "Target": "failures",
+    "ToolDiff": "pin_checks",
     "ToolInfo": "reports",
     "Watches": "watches",
     "assign_prompts": "namespace",
@@ -120,6 +123,7 @@ __all__ = [
     "ServerConfig",
     "ServerStatus",
     "Target",
+    "ToolDiff",
     "ToolInfo",
     "Watches",
     "assign_prompts",

@@ -1,7 +1,8 @@
 """One MCP tool call: `Calls.executable(state, tool)` is the `Executable` the dispatcher runs.
 
 - Right before sending, the call re-reads the server and the tool: a closed manager, a paused server,
-  an `off` tool or a tool the server no longer lists gives `mcp.not_sent`, and nothing is sent.
+  an `off` tool, a tool the server no longer lists or a pinned tool whose definition changed since it was
+  approved gives `mcp.not_sent`, and nothing is sent.
 - It then hops onto the MCP loop, connects (or reconnects a dead server; a new session lists the tools
   again before its first call), sends once and never retries.
 - Its timeout is the server's (or the tool's) `call_timeout_s`, kept just under the invocation's own
@@ -21,7 +22,7 @@ from typing import Any
 from tooldeck.catalog.sources import CallContext, Executable
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
-from tooldeck.sources.mcp import callbacks, health, relay
+from tooldeck.sources.mcp import callbacks, health, pin_checks, relay
 from tooldeck.sources.mcp.call_outcome import CallFacts, classify_call
 from tooldeck.sources.mcp.content import SaveTarget, result_output
 from tooldeck.sources.mcp.discovery import Discovery
@@ -81,6 +82,10 @@ class Calls:
         catalog = state.catalog
         if catalog is not None and native not in catalog.names:
             return _removed(server, native)
+        if pin_checks.withheld(state, native):
+            return not_sent(server, native, "tool_unapproved", "the tool's definition changed since the user "
+                            "approved it, and the server is pinned", "Use another tool, or ask the user to review "
+                            f"the change (`tooldeck mcp diff {server}`).")
         return None
 
     async def send(self, state: ServerState, native: str, args: dict[str, Any], timeout: float,

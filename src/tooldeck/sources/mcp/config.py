@@ -79,6 +79,8 @@ class ServerConfig(BaseModel):
     """`auto` probes for the 2026 protocol and falls back to the initialize handshake; `legacy` forces it."""
     alias: str | None = None
     """The server part of its tools' call names (`mcp__<alias>__<tool>`) instead of the server's name."""
+    pin: bool | None = None
+    """Withhold a tool whose definition changed since it was approved (`pins.py`); None: `[mcp] pin`."""
     oauth: OAuthSettings = Field(default_factory=OAuthSettings)
     """OAuth for an HTTP server (`auth.py`): on unless `false` or the entry sends its own `Authorization`."""
 
@@ -155,6 +157,12 @@ class McpConfig(BaseModel):
     names: Names = "prefixed"
     """Call names of MCP tools: `prefixed` (`mcp__<server>__<tool>`) or `original` (the upstream name where no
     other tool claims it, the prefixed name on a clash; decided in `catalog.bindings.prepare`)."""
+
+    pin: bool = False
+    """The default of every server's `pin`: a changed tool is not offered until re-approved."""
+
+    def pinned(self, server: ServerConfig) -> bool:
+        return self.pin if server.pin is None else server.pin
 
     def permission_for(self, server: ServerConfig, tool: str) -> Permission:
         settings = server.tools.get(tool)

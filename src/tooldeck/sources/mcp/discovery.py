@@ -113,6 +113,7 @@ class Discovery:
         state.listed_connect = generation
         state.refreshes += 1
         health.recovered(self.dirs, state)
+        self.servers.observe(state)
         self.servers.rebuild()
 
     def tools_changed(self, state: ServerState) -> None:

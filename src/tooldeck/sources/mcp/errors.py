@@ -28,6 +28,15 @@ TOOL_LIMIT_EXCEEDED = "mcp.tool_limit_exceeded"
 PAGE_LIMIT_EXCEEDED = "mcp.page_limit_exceeded"
 LISTING_INVALID = "mcp.listing_invalid"
 CATALOG_CACHE_INVALID = "mcp.catalog_cache_invalid"
+TOOL_DEFINITION_CHANGED = "mcp.tool_definition_changed"
+"""A tool's name, description, schemas or annotations differ from the approved (first seen) definition; offered
+anyway because the server is not pinned (`tooldeck mcp diff`, `tooldeck mcp approve`)."""
+TOOL_UNAPPROVED = "mcp.tool_unapproved"
+"""A pinned server's tool changed since it was approved: it is not offered until `tooldeck mcp approve`."""
+TOOL_DESCRIPTION_SUSPICIOUS = "mcp.tool_description_suspicious"
+"""A tool's description carries hidden text or instructions aimed at the model (`poisoning.py`)."""
+PINS_UNAVAILABLE = "mcp.pins_unavailable"
+"""The pinned-definitions store `<home>/mcp/pins.sqlite` cannot be read or written."""
 
 # Why a server could not be started, reached, greeted or listed (`failures.classify`); each is the code of
 # the server's diagnostic, of `tooldeck mcp list`'s `failure`, and the `cause` of a `mcp.not_sent` result.
@@ -64,6 +73,8 @@ CONFIG_ENDPOINT_MISSING = "mcp.config_endpoint_missing"
 CONFIG_ENDPOINT_CONFLICT = "mcp.config_endpoint_conflict"
 CONFIG_ENV_MISSING = "mcp.config_env_missing"
 UNKNOWN_SERVER = "mcp.unknown_server"
+UNKNOWN_TOOL = "mcp.unknown_tool"
+"""`tooldeck mcp approve SERVER TOOL` names a tool the server's cached catalog does not list."""
 
 
 class McpConfigError(TooldeckError, ValueError):

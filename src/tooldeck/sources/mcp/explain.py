@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from tooldeck.catalog.sources import Diagnostic
 from tooldeck.naming import MCP_PREFIX, MCP_SERVER_SHARE, mcp_model_name
 from tooldeck.sources.mcp import config as cfg
+from tooldeck.sources.mcp import pin_checks
 from tooldeck.sources.mcp.errors import SERVER_NOT_DISCOVERED, SERVER_PAUSED
 from tooldeck.sources.mcp.state import ServerState
 
@@ -44,6 +45,7 @@ def server_diagnostics(state: ServerState) -> list[Diagnostic]:
         out.append(Diagnostic(failure.code, f"{failure.full_text} Its tools come from the catalog cached at "
                               f"{cached}."))
     out.extend(state.catalog.diagnostics)
+    out.extend(pin_checks.diagnostics(state))
     return out
 
 
@@ -104,6 +106,9 @@ def explain_unknown(states: Iterable[ServerState], call_name: str,
     if native is not None:
         if permission(state, native) == "off":
             return (f"{head}the user turned this tool off (permission `off`). Nothing was run. Use another tool.")
+        if not c.paused and pin_checks.withheld(state, native):
+            return (f"{head}{pin_checks.withheld_reason(state, native)}. Nothing was run. Use another tool, or ask "
+                    "the user to review the change.")
         return None  # cached tools are offered even while the server fails: its state is not why this one is missing
     failure = state.failure
     if state.connecting:

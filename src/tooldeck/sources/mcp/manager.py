@@ -36,11 +36,12 @@ from tooldeck.core.descriptors import ToolDescriptor
 from tooldeck.core.ids import SourceKind, ToolId
 from tooldeck.records.registrations import RegistrationStore
 from tooldeck.sources.mcp import config as cfg
-from tooldeck.sources.mcp import gate_hook, status
+from tooldeck.sources.mcp import gate_hook, pin_checks, status
 from tooldeck.sources.mcp.calls import Calls
 from tooldeck.sources.mcp.discovery import Discovery
 from tooldeck.sources.mcp.explain import server_diagnostics
 from tooldeck.sources.mcp.loop import BackgroundLoop, LoopSlot
+from tooldeck.sources.mcp.pin_checks import ToolDiff
 from tooldeck.sources.mcp.reports import RefreshReport, ServerStatus, ToolInfo
 from tooldeck.sources.mcp.resources import Upstream
 from tooldeck.sources.mcp.servers import Servers
@@ -137,9 +138,11 @@ class McpManager:
 
     # -- ToolSource -------------------------------------------------------------------------------
     def descriptors(self) -> Iterable[ToolDescriptor]:
+        self.servers.sync_pins()  # an approval made by another process of the home (one small read)
         return self.servers.offered
 
     def diagnostics(self) -> list[Diagnostic]:
+        self.servers.sync_pins()
         out: list[Diagnostic] = []
         for state in self._servers.values():
             out.extend(server_diagnostics(state))
@@ -193,10 +196,29 @@ class McpManager:
         return list(self._servers)
 
     def status(self) -> list[ServerStatus]:
+        self.servers.sync_pins()
         return status.statuses(self.servers)
 
     def tools(self, name: str) -> list[ToolInfo]:
+        self.servers.sync_pins()
         return status.tools(self.servers, name)
+
+    # -- pinned tool definitions (`pins.py`) ------------------------------------------------------
+    def diff(self, name: str) -> list[ToolDiff]:
+        """The tools of server `name` whose listed definition differs from the pinned one, field by field."""
+        self.servers.sync_pins()
+        return pin_checks.tool_diffs(self.servers.named(name))
+
+    def approve(self, name: str, tool: str | None = None, who: str = "") -> list[str]:
+        """Pin the listed definition of `tool` (or of every changed tool) of server `name` as approved by `who`;
+        the approved tool names. Raises McpConfigError (`mcp.unknown_server`, `mcp.unknown_tool`)."""
+        self.servers.sync_pins()
+        return self.servers.approve(name, tool, who)
+
+    def withheld(self) -> list[tuple[str, str]]:
+        """(tool id, reason) of every tool a pinned server lists and does not offer (changed since approved)."""
+        self.servers.sync_pins()
+        return sorted(self.servers.withheld.items())
 
     def refresh(self, name: str | None = None, timeout: float | None = None) -> list[RefreshReport]:
         """Connect and re-list one server (or every unpaused one); blocks the calling thread."""

@@ -8,6 +8,7 @@ from typing import Any
 from tooldeck.catalog.sources import Diagnostic
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp.failures import Failure
+from tooldeck.sources.mcp.poisoning import Finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,19 @@ class ToolInfo:
     model_name: str
     permission: cfg.Permission
     description: str
+    pin: str = "unknown"
+    """`approved`, `first seen`, `changed` or `unknown` (`pin_checks.pin_status`)."""
+    offered: bool = True
+    """False when its pinned server withholds it (changed since approved), or it is `off` or its server paused."""
+    flags: tuple[Finding, ...] = ()
+    """What the poisoning detector found in its description and schema texts (`poisoning.py`)."""
+    withheld: bool = False
+    """Its pinned server does not offer it: its definition changed since it was approved."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool_id": self.tool_id, "name": self.name, "call_name": self.model_name,
+                "permission": self.permission, "description": self.description, "pin": self.pin,
+                "offered": self.offered, "withheld": self.withheld, "flags": [f.to_dict() for f in self.flags]}
 
 
 @dataclass(frozen=True, slots=True)

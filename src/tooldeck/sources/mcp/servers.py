@@ -9,22 +9,28 @@
 - A tool whose permission is `off`, or of a paused server, is never offered; its permission stays
   known, so a call made from an older snapshot is refused as not sent.
 - MCP annotations are not trusted: every offered tool is marked mutating (it runs alone in its turn).
+- Every listed tool is pinned on first sight (`pins.py`, `observe`); a tool of a pinned server whose
+  definition changed since it was approved is withheld (`withheld`: tool id -> reason). Approvals made by
+  another process of the home are picked up by `sync_pins`, which costs one small read when nothing changed.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from typing import Any
 
+from tooldeck.catalog.sources import Diagnostic
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.ids import ToolId
 from tooldeck.naming import mcp_model_name
 from tooldeck.records.registrations import RegistrationStore
 from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
-from tooldeck.sources.mcp import failure_store
-from tooldeck.sources.mcp.errors import UNKNOWN_SERVER, McpConfigError
+from tooldeck.sources.mcp import failure_store, pin_checks
+from tooldeck.sources.mcp.errors import PINS_UNAVAILABLE, UNKNOWN_SERVER, UNKNOWN_TOOL, McpConfigError
 from tooldeck.sources.mcp.explain import explain_unknown
+from tooldeck.sources.mcp.pins import PinStore
 from tooldeck.sources.mcp.state import McpDirs, ServerState
 
 
@@ -46,10 +52,64 @@ class Servers:
             self.by_rid[reg.registration_id] = state
         self.offered: tuple[ToolDescriptor, ...] = ()
         self.permissions: dict[str, cfg.Permission] = {}
+        self.withheld: dict[str, str] = {}
+        """Tool id -> why it is not offered: its pinned server lists a definition nobody approved."""
         self.callbacks: Any = None
         """The host's `callbacks.McpCallbacks` (`McpManager.callbacks`), or None."""
         self._lock = threading.Lock()
+        self._pin_lock = threading.Lock()
+        self.pin_store = PinStore(dirs.pins)
+        self._pin_stamp = self.pin_store.stamp()
+        for state in self.by_name.values():
+            self.observe(state)
         self.rebuild()
+
+    # -- pins -------------------------------------------------------------------------------------------
+    def observe(self, state: ServerState) -> None:
+        """Pin the tools of a server's catalog seen for the first time; load its pins (after each listing)."""
+        if state.catalog is None:
+            return
+        try:
+            state.pins = self.pin_store.observe(state.rid, state.catalog.tools)
+            state.pins_problem = None
+        except (sqlite3.Error, OSError) as exc:
+            state.pins = None
+            state.pins_problem = _store_problem(self.pin_store, exc)
+
+    def sync_pins(self) -> None:
+        """Reload every server's pins when another process (or this one) changed the store since the last look."""
+        stamp = self.pin_store.stamp()
+        if stamp == self._pin_stamp:
+            return
+        with self._pin_lock:
+            self._pin_stamp = stamp
+            for state in self.by_name.values():
+                if state.catalog is None:
+                    continue
+                try:
+                    state.pins = self.pin_store.load(state.rid)
+                    state.pins_problem = None
+                except (sqlite3.Error, OSError) as exc:
+                    state.pins, state.pins_problem = None, _store_problem(self.pin_store, exc)
+        self.rebuild()
+
+    def approve(self, name: str, tool: str | None, who: str) -> list[str]:
+        """Approve the listed definition of `tool` (or of every tool that differs from its pin) of server `name`;
+        the approved names. Raises McpConfigError (`mcp.unknown_server`, `mcp.unknown_tool`) and sqlite3.Error."""
+        state = self.named(name)
+        tools = state.catalog.tools if state.catalog is not None else ()
+        if tool is not None:
+            chosen = [t for t in tools if t["name"] == tool]
+            if not chosen:
+                listed = ", ".join(t["name"] for t in tools) or "(none: run `tooldeck mcp refresh` first)"
+                raise McpConfigError(UNKNOWN_TOOL, f"MCP server {name!r} lists no tool {tool!r}; it lists: {listed}")
+        else:
+            changed = set(pin_checks.changed_tools(state))
+            chosen = [t for t in tools if t["name"] in changed]
+        if chosen:
+            state.pins = self.pin_store.approve(state.rid, chosen, who)
+            self.rebuild()
+        return [t["name"] for t in chosen]
 
     def named(self, name: str) -> ServerState:
         state = self.by_name.get(name)
@@ -86,8 +146,10 @@ class Servers:
         """Recompute what is offered from the catalogs in memory (after a listing)."""
         offered: list[ToolDescriptor] = []
         permissions: dict[str, cfg.Permission] = {}
+        withheld: dict[str, str] = {}
         original = self.config.names == "original"
         for state in self.by_name.values():
+            state.pinned = self.config.pinned(state.config)
             if state.catalog is None:
                 continue
             server = state.config
@@ -98,10 +160,20 @@ class Servers:
                 permissions[str(tid)] = perm
                 if perm == "off" or server.paused:
                     continue
+                if state.pinned and pin_checks.withheld(state, name):
+                    withheld[str(tid)] = pin_checks.withheld_reason(state, name)
+                    continue
                 offered.append(descriptor(tid, server.name, tool, server.label, original))
         with self._lock:
             self.offered = tuple(offered)
             self.permissions = permissions
+            self.withheld = withheld
+
+
+def _store_problem(store: PinStore, exc: Exception) -> Diagnostic:
+    return Diagnostic(PINS_UNAVAILABLE, f"the pinned tool definitions in {store.path} cannot be used ({exc}); changed "
+                      "tool definitions cannot be detected, and pinned servers offer none of their tools until it "
+                      "works again. Check the file's permissions, or move it away to start afresh.")
 
 
 def descriptor(tid: ToolId, server: str, tool: dict[str, Any], label: str | None = None,

@@ -14,11 +14,13 @@ from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp.client import ServerConnection
 from tooldeck.sources.mcp.failures import Failure
+from tooldeck.sources.mcp.pins import Pin
 
 
 @dataclass(frozen=True, slots=True)
 class McpDirs:
-    """`<home>/mcp/`: each registration's cached catalog, last failure and the stderr log of its process."""
+    """`<home>/mcp/`: each registration's cached catalog, last failure and the stderr log of its process, and the
+    pinned tool definitions of every registration (`pins.sqlite`)."""
 
     home: Path
 
@@ -29,6 +31,10 @@ class McpDirs:
     @property
     def failures(self) -> Path:
         return self.home / "mcp" / "failures"
+
+    @property
+    def pins(self) -> Path:
+        return self.home / "mcp" / "pins.sqlite"
 
     def log(self, registration_id: str) -> Path:
         return self.home / "mcp" / "logs" / f"{registration_id}.log"
@@ -51,6 +57,13 @@ class ServerState:
     discovering: bool = False
     """A first discovery was handed to the MCP loop and has not finished: the server is starting even before
     that loop has made its connection (set by the thread that submits it, cleared by the discovery)."""
+    pins: dict[str, Pin] | None = None
+    """The pinned definitions of this registration's tools (`pins.py`); None when the store could not be read."""
+    pins_problem: Diagnostic | None = None
+    pinned: bool = False
+    """`pin` is on for this server (`McpConfig.pinned`): a changed tool is withheld (`pin_checks.py`)."""
+    checks: tuple[Any, Any] | None = None
+    """(the catalog object, its `pin_checks.Checks`): digests and findings, computed once per catalog."""
     refresh_task: asyncio.Task[Any] | None = None
     refresh_again: bool = False
     refreshes: int = 0

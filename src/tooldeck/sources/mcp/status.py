@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tooldeck.core.ids import ToolId
 from tooldeck.naming import mcp_model_name
+from tooldeck.sources.mcp import pin_checks
 from tooldeck.sources.mcp.explain import server_diagnostics
 from tooldeck.sources.mcp.reports import ServerStatus, ToolInfo
 from tooldeck.sources.mcp.servers import Servers
@@ -45,7 +46,13 @@ def tools(servers: Servers, name: str) -> list[ToolInfo]:
     state = servers.named(name)
     if state.catalog is None:
         return []
-    return [ToolInfo(str(ToolId.mcp(state.rid, tool["name"])), tool["name"],
-                     mcp_model_name(state.config.label, tool["name"]), servers.permission(state, tool["name"]),
-                     tool.get("description") or "")
-            for tool in state.catalog.tools]
+    offered = {str(d.id) for d in servers.offered}
+    found = pin_checks.checks(state).findings
+    out = []
+    for tool in state.catalog.tools:
+        native = tool["name"]
+        tid = str(ToolId.mcp(state.rid, native))
+        out.append(ToolInfo(tid, native, mcp_model_name(state.config.label, native), servers.permission(state, native),
+                            tool.get("description") or "", pin_checks.pin_status(state, native), tid in offered,
+                            tuple(found.get(native, ())), tid in servers.withheld))
+    return out
