@@ -152,10 +152,12 @@ class Redactor:
                 spans.append((i, i + len(v), self._labels[v]))
                 i = text.find(v, i + 1)
         if rules:
-            for rule in self._rules:
+            taken: list[tuple[int, int]] = []
+            for rule in self._rules:  # in order: a match inside an earlier rule's is that rule's (sk-ant-…)
                 for m in rule.regex.finditer(text):
                     start, end = m.span(rule.group)
-                    if end > start:
+                    if end > start and not any(s <= start and end <= e for s, e in taken):
+                        taken.append((start, end))
                         spans.append((start, end, rule.label))
         if not spans:
             return text
@@ -211,20 +213,30 @@ class Redactor:
 
     def output(self, output: ToolOutput) -> tuple[ToolOutput, Redaction | None]:
         """`output` with its content, structured value and raw result redacted, and what was redacted
-        (None, and the same output, when nothing was)."""
+        (None, and the same output, when nothing was). A label's count is the most markers it got in any one
+        of the three: they are forms of one result."""
         counts: dict[str, int] = {}
         content = self.text(output.content, counts)
-        structured = self.value(output.structured, counts)
+        faces = [counts]
+        structured = self.value(output.structured, _face(faces))
         raw = output.raw
         if raw is output.content:
             raw = content
         elif raw is not None:
-            raw = self.value(raw, counts)
-        if not counts:
+            raw = self.value(raw, _face(faces))
+        if not any(faces):
             return output, None
+        for face in faces[1:]:  # the same secret in the text and the structured value is one secret
+            for label, n in face.items():
+                counts[label] = max(counts.get(label, 0), n)
         return (ToolOutput(content, structured, output.is_error, output.error_code, output.resource_refs,
                            output.effects, raw, output.may_have_executed, output.redacted),
                 Redaction(counts, raw))
+
+
+def _face(faces: list[dict[str, int]]) -> dict[str, int]:
+    faces.append({})
+    return faces[-1]
 
 
 def _plain(value: Any) -> Any:
