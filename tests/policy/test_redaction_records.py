@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import tooldeck
@@ -158,3 +159,30 @@ def test_records_off_and_profile_switches(tmp_path: Path, monkeypatch: pytest.Mo
     ignored = _call(rt.invocation(profile={"redact_ignore": ["REDACT_SWITCH"]}), "show", {})
     assert ignored.content == f"{value} at {Path.home()}"
     rt.close()
+
+
+async def test_the_gateway_serves_the_redacted_result_not_the_servers_blocks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tooldeck serve` relays a proxied tool's own blocks; one holding a secret goes out redacted instead."""
+    from tests.server.support import serve_client
+
+    token = f"served-{uuid.uuid4().hex}"
+    monkeypatch.setenv("REDACT_SERVE_TOKEN", token)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"envs": {
+        "command": sys.executable, "args": [str(ENV_SERVER)], "env": {"SERVICE_TOKEN": "${REDACT_SERVE_TOKEN}"}}}}))
+    async with serve_client(home, "stdio") as client:
+        names: list[str] = []
+        for _ in range(150):
+            names = [t.name for t in (await client.list_tools()).tools if t.name.endswith("show_env")]
+            if names:
+                break
+            await anyio.sleep(0.2)
+        result = await client.call_tool(names[0], {"name": "SERVICE_TOKEN"})
+        clean = await client.call_tool(names[0], {"name": "NOT_SET_ANYWHERE"})
+    sent = result.model_dump_json()
+    assert token not in sent
+    assert "[redacted: REDACT_SERVE_TOKEN]" in sent
+    assert clean.structured_content == {"name": "NOT_SET_ANYWHERE", "value": "", "header": "Bearer "}  # relayed
+    assert _files_holding(home, token) == []
