@@ -27,6 +27,7 @@ from tooldeck.core.errors import TooldeckError
 from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
 from tooldeck.dispatch import Confirm, begin_one, not_started, run_batch
 from tooldeck.gate import Admitted, Gate, Refused, ToolChoice
+from tooldeck.policy.known_secrets import KNOWN
 from tooldeck.policy.resolve import workspace_resolver
 from tooldeck.projection import Projector
 from tooldeck.records.calls import provider_slots, record_unpaired_turn, requested, unprojected
@@ -69,7 +70,7 @@ class Invocation:
         resolve = workspace_resolver(run.workspace_root) if any(r.path for r in profile.rules) else None
         self.gate = Gate(snapshot, profile, table, self.fetched, repeats, resolve)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
-                                   table.guidance)
+                                   table.guidance, KNOWN.policy(profile))
         self.round = 0
         self.effects: list[tuple[str, ToolEffect]] = []
 
@@ -235,7 +236,8 @@ class Invocation:
             try:
                 results = self._project_rest(turn, checks, records.results)
             except Exception:  # a spill file cannot be written either (a full disk): keep the text inline
-                results = unprojected(turn, checks)
+                secrets = self.projector.secrets
+                results = unprojected(turn, checks, secrets.redactor if secrets is not None else None)
             records.finish(results, interrupted, cancelled=isinstance(exc, asyncio.CancelledError))
         except Exception as failed:
             exc.add_note(f"tooldeck could not close round {turn.round} of {self.id} in the records: {failed}")

@@ -3,6 +3,11 @@
 Over the Profile's inline limit the full text goes to a read-only, line-addressable file under
 `tool-results/`, the raw result beside it as JSON for audit, and the model gets the size, the path,
 a preview and guidance naming only the reading tools it actually has.
+
+Secret redaction (policy/redact.py) comes first: when the Profile's policy has something to redact,
+the content, structured value and raw result are redacted before anything else, so neither the
+model, the records nor a spill file holds a known secret; the result carries what was replaced
+(`AgentToolResult.redaction`), which the records count.
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from tooldeck.core.results import AgentToolResult, ToolImage, ToolOutput, as_output, image_ref
 from tooldeck.snapshot.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from tooldeck.policy.known_secrets import RedactionPolicy
 
 WRAP_CHARS = 3_000
 _INT_SHOWN = 10**18
@@ -89,7 +97,9 @@ class Guidance:
 
 class Projector:
     def __init__(self, workspace_root: Path, invocation_id: str, inline_limit: int, preview_chars: int,
-                 guidance: Guidance) -> None:
+                 guidance: Guidance, secrets: RedactionPolicy | None = None) -> None:
+        self.secrets = secrets
+        """The Profile's redaction policy (its `redactor` is None while there is nothing to redact)."""
         self.workspace_root = workspace_root
         self.invocation_id = invocation_id
         self.inline_limit = inline_limit
@@ -98,6 +108,14 @@ class Projector:
 
     def project(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput | Any) -> AgentToolResult:
         """`output` is a ToolOutput, or the plain value a tool returned (see `as_output`)."""
+        secrets = self.secrets
+        if secrets is not None and secrets.redactor is not None:
+            clean, redaction = secrets.redactor.output(as_output(output))
+            if redaction is not None:
+                result = self._project(call_id, tool_id, round_no, clean)
+                result.redaction = redaction
+                return result
+            output = clean
         kind = type(output)
         if kind is not ToolOutput:
             # The most common plain values skip the intermediate ToolOutput.
@@ -107,6 +125,9 @@ class Projector:
             elif kind is int and -_INT_SHOWN < output < _INT_SHOWN:
                 return AgentToolResult(call_id, tool_id, str(output), output, False, None, [])
             output = as_output(output)
+        return self._project(call_id, tool_id, round_no, output)
+
+    def _project(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput) -> AgentToolResult:
         content = output.content
         if len(content) <= self.inline_limit:
             refs = output.resource_refs

@@ -29,6 +29,7 @@ from tooldeck.core.ids import ToolId
 from tooldeck.dispatch import Confirm
 from tooldeck.invocation import Invocation
 from tooldeck.naming import PROTOCOLS
+from tooldeck.policy.known_secrets import scan_home
 from tooldeck.records.port import InvocationInfo, NullRecorder, Recorder
 from tooldeck.snapshot.builder import Snapshots
 from tooldeck.snapshot.snapshot import Snapshot
@@ -80,6 +81,8 @@ class Runtime:
         """The default answerer of `ask_user` for invocations that are not headless (builtins/ask_user.py)."""
         self.runs: dict[str, RunState] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        # the values its configs name are secrets to redact from results before any server connects
+        scan_home(self.home)
         # MCP servers (issue 6) of <home>/tooldeck.toml [mcp] and <home>/mcp.json: one more source in the catalog
         from tooldeck.sources.mcp.wiring import attach_mcp
 

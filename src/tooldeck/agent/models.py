@@ -183,8 +183,12 @@ def resolve_model(home: Path | None = None, model: str | None = None, *, provide
     if url is not None and not url.startswith(("http://", "https://")):
         raise ModelError(errors.CONFIG_INVALID, f"{where}.base_url {url!r} must start with http:// or https://")
     key = api_key or (_expand(entry.api_key, f"{where}.api_key", env) if entry.api_key else None)
+    label = "model api key"
     if not key:
-        key = next((env[v] for v in KEY_VARIABLES[fmt] if env.get(v)), None)
+        label, key = next(((v, env[v]) for v in KEY_VARIABLES[fmt] if env.get(v)), (label, None))
+    from tooldeck.policy.known_secrets import KNOWN
+
+    KNOWN.remember(label, key)  # never in a tool's result either (docs/configuration.md, Secret redaction)
     if not key and url is None:
         variables = " or ".join(KEY_VARIABLES[fmt])
         raise ModelError(errors.CONFIG_INVALID, f"no API key for model {name!r} ({fmt}): set {variables}, or "

@@ -47,6 +47,9 @@ async def store_secret(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
         await asyncio.to_thread(SecretStore().set, key, value)
     except TooldeckError as exc:
         raise ToolCallError(exc.code, exc.message) from None
+    from tooldeck.policy.known_secrets import KNOWN
+
+    KNOWN.remember(key, value)
     answer = {"ok": True, "key": key}
     return ToolOutput(json_text(answer), answer)
 

@@ -192,6 +192,17 @@ class Profile(Config):
     requires: dict[str, Any] = Field(default_factory=dict)
     """Preconditions per tool id or glob (core/preconditions.py), on top of the tool's own; every match applies."""
     # -- builtin families (issue 17 item 1, docs/workspace.md "Agenvoy's file family") --
+    # -- secret redaction (issue 19 item 6, policy/redact.py, docs/configuration.md "Secret redaction") --
+    redact: bool = True
+    """Replace the values of the secrets tooldeck knows (`${VAR}` / `${secret:NAME}` of the configs, model keys,
+    OAuth tokens, stored secrets) in every result before the model, the records or a spill file see them."""
+    redact_formats: bool = False
+    """Also replace well-known credential formats (AWS keys, GitHub and Slack tokens, sk-… keys, private key
+    blocks, JWTs, Authorization headers) wherever they appear; off by default (see the docs for why)."""
+    redact_patterns: list[str] = Field(default_factory=list)
+    """More RE2 patterns to replace (a pattern with a capturing group replaces that group only)."""
+    redact_ignore: list[str] = Field(default_factory=list)
+    """Names of known secrets (variables, stored secrets) whose values are left as they are."""
     builtins: BuiltinFamily = "tauritavern"
     """Which file-tool family is in the catalog: TauriTavern's `workspace_*`, Agenvoy's `find_files` …, or both."""
     host_commands: bool = False
@@ -215,6 +226,16 @@ class Profile(Config):
             if not is_pattern(entry):
                 ToolId.parse(entry)
         return entries
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        if patterns:
+            from tooldeck.policy.redact import compile_pattern
+
+            for pattern in patterns:
+                compile_pattern(pattern)
+        return patterns
 
     @field_validator("requires")
     @classmethod

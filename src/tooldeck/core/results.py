@@ -93,6 +93,19 @@ class ToolOutput:
         return cls(content=message, structured=structured, is_error=True, error_code=code, **kw)
 
 
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """What secret redaction (policy/redact.py) took out of a result: markers per label, and the source's raw
+    result as the records keep it (redacted too)."""
+
+    counts: dict[str, int]
+    raw: Any = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
 _JSON_TYPES = frozenset((int, float, bool, list, dict, type(None)))
 
 
@@ -142,6 +155,8 @@ class AgentToolResult:
     """`ToolOutput.redacted`: what the records and the host's events show instead of `content` / `structured`."""
     images: list[ToolImage] = field(default_factory=list)
     """`ToolOutput.images`: sent to the model beside `content` in each provider's shape (`protocols/*`)."""
+    redaction: Redaction | None = None
+    """The secrets projection replaced in this result (content, structured and raw alike), or None."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {

@@ -23,6 +23,7 @@ from tooldeck.wire import Call, has_id
 
 if TYPE_CHECKING:
     from tooldeck.gate import Admitted, Refused
+    from tooldeck.policy.redact import Redactor
 
 
 Slots = list[dict[str, Any] | None] | None
@@ -88,14 +89,20 @@ def _unpaired(wire: list[Call], calls: list[Any], now: float) -> list[FinishedCa
     return out
 
 
-def unprojected(turn: TurnState, checks: Sequence[Admitted | Refused]) -> list[AgentToolResult | None]:
-    """Each finished call's result without projection (no spill file): for records a fault closes."""
+def unprojected(turn: TurnState, checks: Sequence[Admitted | Refused],
+                redactor: Redactor | None = None) -> list[AgentToolResult | None]:
+    """Each finished call's result without projection (no spill file), its secrets redacted all the same:
+    for records a fault closes."""
     results: list[AgentToolResult | None] = []
     for c, chk, out in zip(turn.calls, checks, turn.outputs, strict=False):
         if out is UNFINISHED:
             results.append(None)
             continue
         o = as_output(out)
+        redaction = None
+        if redactor is not None:
+            o, redaction = redactor.output(o)
         results.append(AgentToolResult(c.id, chk.entry.tool_id if chk.entry is not None else None, o.content,
-                                       o.structured, o.is_error, o.error_code, list(o.resource_refs), o.redacted))
+                                       o.structured, o.is_error, o.error_code, list(o.resource_refs), o.redacted,
+                                       redaction))
     return results

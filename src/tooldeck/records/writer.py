@@ -50,8 +50,8 @@ logger = logging.getLogger("tooldeck.records")
 class TurnWriter:
     """Writes one turn's records; `results` holds each call's projected result once it has one."""
 
-    __slots__ = ("_checks", "_closed", "_failed", "_invocation_id", "_project", "_recorder", "_ticker", "_turn",
-                 "_written", "results")
+    __slots__ = ("_checks", "_closed", "_failed", "_invocation_id", "_project", "_recorder", "_redacted", "_ticker",
+                 "_turn", "_written", "results")
 
     def __init__(self, recorder: Recorder, invocation_id: str, turn: TurnState, checks: Sequence[Admitted | Refused],
                  project: Project) -> None:
@@ -68,6 +68,8 @@ class TurnWriter:
         """The loop's ticker while this turn waits for a flush."""
         self._closed = False
         self._failed = False
+        self._redacted: list[AgentToolResult] = []
+        """Results written with secrets replaced, each noted once in the event log after its batch."""
 
     @classmethod
     def admit(cls, recorder: Recorder, invocation_id: str, turn: TurnState, checks: Sequence[Admitted | Refused],
@@ -94,6 +96,9 @@ class TurnWriter:
             refused.append(FinishedCall(call_id, i, result.tool_id, "failed", None, result.content, result.structured,
                                         True, result.error_code, result.resource_refs, None, None, at))
         recorder.calls_admitted(invocation_id, round_no, requested, started, at, refused)
+        if refused:
+            note_redactions(recorder, invocation_id, round_no, [r for r in writer.results if r is not None
+                                                                and r.redaction is not None])
         return writer
 
     # -- step 2: while the turn waits ------------------------------------------------------------
@@ -131,6 +136,8 @@ class TurnWriter:
         self._recorder.calls_finished(self._invocation_id, self._turn.round, self._records(ready, results))
         for i in ready:
             written[i] = True
+        if self._redacted:
+            self._note()
 
     def _projected(self, i: int) -> AgentToolResult:
         entry = self._checks[i].entry
@@ -151,6 +158,12 @@ class TurnWriter:
                                           self._records(rest, results, interrupted, cancelled))
             for i in rest:
                 written[i] = True
+            if self._redacted:
+                self._note()
+
+    def _note(self) -> None:
+        redacted, self._redacted = self._redacted, []
+        note_redactions(self._recorder, self._invocation_id, self._turn.round, redacted)
 
     def close(self) -> None:
         """No more writes while the turn waits (it is ending)."""
@@ -188,6 +201,9 @@ class TurnWriter:
             status = ("outcome_unknown" if o.may_have_executed else "failed") if o.is_error else "completed"
             timing = timings[i] if timings is not None else None
             content, structured, raw = result.content, result.structured, o.raw
+            if result.redaction is not None:  # secrets replaced in projection: the raw result too
+                raw = result.redaction.raw
+                self._redacted.append(result)
             if result.redacted is not None:  # what only the model may see (builtins/ask_user.py secrets)
                 content, structured = result.redacted
                 raw = None
@@ -197,6 +213,19 @@ class TurnWriter:
                 timing[0] if timing is not None else None, timing[1] if timing is not None else None,
                 [e.to_dict() for e in o.effects] if o.effects else []))
         return out
+
+REDACTED_EVENT = "result_redacted"
+
+
+def note_redactions(recorder: Recorder, invocation_id: str, round_no: int, results: Sequence[AgentToolResult]) -> None:
+    """One `result_redacted` event per result whose secrets projection replaced: its call id, round and the
+    number of markers per label (the values themselves are nowhere in the records)."""
+    for result in results:
+        if result.redaction is not None:
+            counts = result.redaction.counts
+            recorder.record_event(invocation_id, REDACTED_EVENT, {"call_id": result.call_id, "round": round_no,
+                                                                  "count": sum(counts.values()), "labels": counts})
+
 
 class _Ticker:
     """One per event loop: writes each waiting turn's results FLUSH_DELAY_S after the turn asked, with

@@ -108,7 +108,8 @@ class SecretStore:
 
 def lookup(name: str, store: SecretStore | None = None) -> str | None:
     """A secret's value for a config: the store's, else the environment variable `name`, else None."""
-    value = (store or SecretStore()).get(name)
-    if value:
-        return value
-    return os.environ.get(name) or None
+    from tooldeck.policy.known_secrets import KNOWN
+
+    value = (store or SecretStore()).get(name) or os.environ.get(name) or None
+    KNOWN.remember(name, value)  # a secret read is a secret to redact (docs/configuration.md, Secret redaction)
+    return value

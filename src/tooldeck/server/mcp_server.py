@@ -261,7 +261,8 @@ class TooldeckMCPServer:
             # exists (run_tool included, whatever its target) always answers with a result.
             raise MCPError(types.INVALID_PARAMS, result.content, data={"code": UNKNOWN_TOOL})
         sent = upstream.get(call["id"])
-        if sent is not None and result.error_code in RELAYED_ERRORS:
+        # a result whose secrets projection replaced goes out as its redacted text, never as the server's blocks
+        if sent is not None and result.error_code in RELAYED_ERRORS and result.redaction is None:
             relayed = relayed_call_result(result, sent, inv.run_state.workspace_root, inv.id)
             self.upstream.own_results.note(session.key, result, inv.run_state.workspace_root, inv.id)
             return relayed

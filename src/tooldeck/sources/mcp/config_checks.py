@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from tooldeck.core.errors import TooldeckError
 from tooldeck.naming import mcp_model_name
+from tooldeck.policy.known_secrets import KNOWN
 from tooldeck.sources.mcp.errors import CONFIG_ENV_MISSING, CONFIG_INVALID, McpConfigError
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ _VAR = re.compile(r"\$\{(secret:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
     """`${VAR}`, `${VAR:-default}` from the environment; `${secret:NAME}` (`:-default` too) from the secrets
-    store, else the environment variable NAME (docs/configuration.md, Secrets)."""
+    store, else the environment variable NAME (docs/configuration.md, Secrets). Every value taken from the
+    environment or the store is a known secret from then on (policy/known_secrets.py); a default is not."""
     env = os.environ if environ is None else environ
 
     def sub(m: re.Match[str]) -> str:
@@ -36,6 +38,7 @@ def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> 
             except TooldeckError as exc:  # the store cannot be read: say where it was needed
                 raise McpConfigError(CONFIG_INVALID, f"{where}: secret {name}: {exc.message}") from None
             if value is not None:
+                KNOWN.remember(name, value)
                 return value
             if default is not None:
                 return default
@@ -43,6 +46,7 @@ def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> 
                                  f"`tooldeck secret set {name}` (or the store_secret tool), or set the "
                                  f"environment variable {name}")
         if name in env:
+            KNOWN.remember_variable(name, env[name])
             return env[name]
         if default is not None:
             return default

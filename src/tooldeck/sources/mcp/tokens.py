@@ -39,6 +39,19 @@ FORMAT = 1
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
+def _remember(data: dict[str, Any]) -> None:
+    """The tokens and client secret read here are secrets to redact from results (policy/known_secrets.py)."""
+    from tooldeck.policy.known_secrets import KNOWN
+
+    tokens, client = data.get("tokens"), data.get("client_info")
+    for source, key, label in ((tokens, "access_token", "oauth access token"),
+                               (tokens, "refresh_token", "oauth refresh token"),
+                               (client, "client_secret", "oauth client secret")):
+        value = source.get(key) if isinstance(source, dict) else None
+        if isinstance(value, str):
+            KNOWN.remember(label, value)
+
+
 def token_path(home: Path, server: str) -> Path:
     """Where the OAuth state of `server` lives (the name is hashed in: two names never share a file)."""
     slug = _SLUG.sub("-", server.lower()).strip("-")[:40] or "server"
@@ -97,6 +110,7 @@ class TokenFile:
             return {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("url") != self.url:
             return {}
+        _remember(data)
         return data
 
     def state(self) -> AuthState:
@@ -120,6 +134,7 @@ class TokenFile:
                     data[key] = value
             data["updated_at"] = time.time()
             self._write(data)
+        _remember(data)
 
     def remove(self) -> bool:
         """Delete the state (logout). True when there was a file."""
