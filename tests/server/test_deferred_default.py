@@ -28,7 +28,8 @@ async def test_serve_lists_the_fixed_set_and_runs_a_proxied_tool_via_run_tool(tm
                     t for t in (await client.list_tools()).tools if t.name == "run_tool")).description:
                 await anyio.sleep(0.2)
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history", "ask_user", "write_result"]
+        assert names == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history",
+                         "ask_user", "write_result"]
         # A client that calls a tool named only in run_tool's description gets it run, as run_tool runs it: the same
         # gate (its schema checks the arguments), recorded as that run_tool call.
         direct = await client.call_tool("mcp__fx__add", {"a": 1, "b": 2})

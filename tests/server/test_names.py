@@ -93,7 +93,8 @@ async def test_original_names_deferred(tmp_path: Path, transport: str) -> None:
     home = _home(tmp_path, toml='[mcp]\nnames = "original"\n')  # the tooldeck.toml key, no flag
     async with serve_client(home, transport, "--loading", "deferred") as client:
         names, context = await _listing(client, "mcp__fb__{")
-        assert names == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history", "ask_user", "write_result"]
+        assert names == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history",
+                         "ask_user", "write_result"]
         listed = context.split("\n\n")[-1]
         assert "together" in listed and "freeze" in listed and "mcp__fb__together" not in listed
         assert "mcp__fa__{" in listed and "mcp__fb__{" in listed

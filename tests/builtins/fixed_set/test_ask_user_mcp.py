@@ -51,7 +51,8 @@ async def test_the_client_answers_through_elicitation(tmp_path: Path) -> None:
     user = User(types.ElicitResult(action="accept", content={"q1": "Rome", "q2": ["car"], "q3": "aisle"}))
     listed, result = await _call(home, user, ARGS)
     # deferred serving: the fixed tools sit beside find_tools / run_tool, ask_user among them
-    assert listed == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history", "ask_user", "write_result"]
+    assert listed == ["find_tools", "run_tool", "reasoning_guide", "write_todo", "chat_history",
+                      "ask_user", "write_result"]
     assert result.is_error is not True, _text(result)
     assert json.loads(_text(result)) == {"answers": ["Rome", ["car"], "aisle"]}
     [form] = user.asked
