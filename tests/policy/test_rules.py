@@ -196,3 +196,39 @@ def verdict_in(inv: Any, name: str, args: dict[str, Any]) -> str:
     if isinstance(check, Refused):
         return f"deny:{check.result.error_code}"
     return "ask" if check.needs_confirmation else "allow"
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["/a", "/b", "/a/x"]), st.sampled_from(["x*", "*y", "xy", "?y", "*", "[xz]y"]),
+                          st.sampled_from(["allow", "ask", "deny"]), st.booleans()), min_size=1, max_size=8),
+       st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["xy", "zy", "x", "y", "q"]), max_size=2))
+def test_rules_decide_as_each_rule_would_alone(specs: list[tuple[str, str, str, bool]], args: dict[str, Any]) -> None:
+    """Whatever the grouping the compiler does (one alternation per argument), the answer is the one the
+    rules give one by one: deny beats ask beats allow, exact-id rules first."""
+    import fnmatch
+
+    from tooldeck.catalog.profile import Profile, matches
+    from tooldeck.policy.rules import compile_rules, decide
+
+    tool = "builtin:dice.roll"
+    rules = [{"tool": tool if exact else "builtin:*", "match": {ptr: glob}, "permission": perm}
+             for ptr, glob, perm, exact in specs]
+    compiled = compile_rules(Profile.parse({"rules": rules}).rules, tool, matches)
+    assert compiled is not None
+    got = decide(compiled, args)
+
+    def holds(ptr: str, glob: str) -> bool:
+        key = ptr[1:]
+        return "/" not in key and key in args and fnmatch.fnmatchcase(args[key], glob)
+
+    want = None
+    for exact in (True, False):
+        tier = [(p, g, perm) for p, g, perm, e in specs if e is exact]
+        hit = {perm for p, g, perm in tier if holds(p, g)}
+        for perm in ("deny", "ask", "allow"):
+            if perm in hit:
+                want = perm
+                break
+        if want is not None:
+            break
+    assert (got.permission if got is not None else None) == want

@@ -107,6 +107,11 @@ class CompiledRule:
     command: CommandPattern | None
     checks: tuple[Check, ...]
     """The path, host and pointer conditions, compiled."""
+    one: Check | None = None
+    """The only condition of a rule that has one and no command: called directly (the gate's hot path)."""
+    keyed: tuple[str, str] | None = None
+    """(argument, glob) of a rule whose only condition is one top-level pointer: such rules of a tier are
+    matched together, one regular expression per argument (`Tier.keyed`)."""
 
     def conditions(self, args: dict[str, Any], resolve: Resolver | None = None) -> int:
         """The rule's non-command conditions against the call's arguments (YES when it has none)."""
@@ -123,9 +128,12 @@ class CompiledRule:
 @dataclass(frozen=True, slots=True)
 class Tier:
     restrict: tuple[CompiledRule, ...]
-    """deny rules, then ask rules"""
+    """deny rules, then ask rules (those not in `keyed`)"""
     allow: tuple[CompiledRule, ...]
     needs_line: bool
+    keyed: tuple[tuple[str, Callable[[str], Any], tuple[CompiledRule, ...]], ...] = ()
+    """Per argument: one alternation of the globs of its one-pointer deny and ask rules (deny first), and
+    those rules in the alternation's order: the first alternative that matches is the rule that applies."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +152,21 @@ def compile_rules(rules: Iterable[Any], tool_id: str, tool_matches: Any) -> Rule
     for exact in (True, False):
         tier = [r for r in found if r.exact is exact]
         if tier:
-            restrict = tuple(r for r in tier if r.permission == "deny") + \
-                tuple(r for r in tier if r.permission == "ask")
-            tiers.append(Tier(restrict, tuple(r for r in tier if r.permission == "allow"),
-                              any(r.command is not None for r in tier)))
+            restrict = [r for r in tier if r.permission == "deny"] + [r for r in tier if r.permission == "ask"]
+            by_key: dict[str, list[CompiledRule]] = {}
+            for r in restrict:
+                if r.keyed is not None:
+                    by_key.setdefault(r.keyed[0], []).append(r)
+            keyed = tuple((key, _alternation([r.keyed[1] for r in group]), tuple(group))  # type: ignore[index]
+                          for key, group in by_key.items())
+            tiers.append(Tier(tuple(r for r in restrict if r.keyed is None),
+                              tuple(r for r in tier if r.permission == "allow"),
+                              any(r.command is not None for r in tier), keyed))
     return RuleSet(tuple(tiers))
+
+
+def _alternation(globs: list[str]) -> Callable[[str], Any]:
+    return re.compile("|".join(f"(?P<r{i}>{fnmatch.translate(g)})" for i, g in enumerate(globs)), re.DOTALL).match
 
 
 def _compile(rule: Any, exact: bool) -> CompiledRule:
@@ -161,7 +179,14 @@ def _compile(rule: Any, exact: bool) -> CompiledRule:
     for pointer, glob in rule.match.items():
         checks.append(_pointer_check(parse_pointer(pointer), _glob(glob)))
     command = CommandPattern.parse(rule.command) if rule.command is not None else None
-    return CompiledRule(describe(rule), exact, rule.permission, command, tuple(checks))
+    one = checks[0] if len(checks) == 1 and command is None else None
+    keyed = None
+    if one is not None and rule.path is None and rule.host is None:
+        [(pointer, glob)] = rule.match.items()
+        tokens = parse_pointer(pointer)
+        if len(tokens) == 1:
+            keyed = (tokens[0], glob)
+    return CompiledRule(describe(rule), exact, rule.permission, command, tuple(checks), one, keyed)
 
 
 def describe(rule: Any) -> str:
@@ -192,8 +217,31 @@ def _tier(tier: Tier, args: dict[str, Any], resolve: Resolver | None) -> Decisio
         line = simple_commands(command) if isinstance(command, str) else CommandLine((), True)
     unsure: CompiledRule | None = None
     asked: CompiledRule | None = None
+    for key, match, group in tier.keyed:
+        value = args.get(key, _MISSING)
+        if value is _MISSING:
+            continue
+        text = value if type(value) is str else _json_text(value)
+        if text is None:
+            unsure = unsure or group[0]
+            continue
+        found = match(text)
+        if found is None:
+            continue
+        rule = group[int(found.lastgroup[1:])]
+        if rule.permission == "deny":
+            return Decision("deny", f"the rule {rule.text} forbids it")
+        asked = asked or rule
     for rule in tier.restrict:
-        state = rule.conditions(args, resolve) if rule.command is None else _state(rule, args, line, resolve)
+        one = rule.one
+        if one is not None:
+            state = one(args, resolve)
+        elif rule.command is None:
+            state = rule.conditions(args, resolve)
+        else:
+            state = _state(rule, args, line, resolve)
+        if state == NO:
+            continue
         if state == YES:
             if rule.permission == "deny":
                 return Decision("deny", f"the rule {rule.text} forbids it")
