@@ -199,7 +199,8 @@ def verdict_in(inv: Any, name: str, args: dict[str, Any]) -> str:
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["/a", "/b", "/a/x"]), st.sampled_from(["x*", "*y", "xy", "?y", "*", "[xz]y"]),
+@given(st.lists(st.tuples(st.sampled_from(["/a", "/b", "/a/x"]),
+                          st.sampled_from(["x*", "*y", "xy", "?y", "*", "[xz]y"]),
                           st.sampled_from(["allow", "ask", "deny"]), st.booleans()), min_size=1, max_size=8),
        st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["xy", "zy", "x", "y", "q"]), max_size=2))
 def test_rules_decide_as_each_rule_would_alone(specs: list[tuple[str, str, str, bool]], args: dict[str, Any]) -> None:
