@@ -28,6 +28,7 @@ from tooldeck.core.ids import ToolId
 from tooldeck.dispatch import Confirm
 from tooldeck.invocation import Invocation
 from tooldeck.naming import PROTOCOLS
+from tooldeck.policy.hooks import Hook, Hooks
 from tooldeck.records.port import InvocationInfo, NullRecorder, Recorder
 from tooldeck.snapshot.builder import Snapshots
 from tooldeck.snapshot.snapshot import Snapshot
@@ -52,8 +53,11 @@ class Runtime:
         confirm: Confirm | None = None,
         sources: Iterable[ToolSource] = (),
         ask_user: AskUser | None = None,
+        hooks: Iterable[Hook] | Hooks | None = None,
     ) -> None:
         self.home = Path(home).resolve()
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks or ())
+        """Python pre- and post-call hooks of every invocation (`rt.hooks.pre(...)`; policy/hooks.py)."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.profile = self._resolve_profile(profile) if profile is not None else self._home_profile()
         self.extensions = ExtensionRegistry()
@@ -163,9 +167,11 @@ class Runtime:
         snapshot: Snapshot | None = None,
         workspace: str | Path | None = None,
         ask_user: AskUser | None = None,
+        hooks: Iterable[Hook] = (),
     ) -> Invocation:
         """`ask_user`: who answers the `ask_user` tool in this invocation; default: the Runtime's answerer unless
-        the invocation is headless. The tool is offered only when there is one (docs/agent.md)."""
+        the invocation is headless. The tool is offered only when there is one (docs/agent.md). `hooks`: Python
+        hooks of this invocation only, after the Runtime's (docs/configuration.md "Hooks")."""
         if provider not in PROTOCOLS:
             raise TooldeckError("invocation.provider_invalid",
                                 f"unknown provider {provider!r}; expected one of {', '.join(PROTOCOLS)}")
@@ -179,7 +185,8 @@ class Runtime:
             ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id,
                                       probes=HOST_PROBES, home=self.home, can_ask=answerer is not None)
             snapshot, diagnostics = self.snapshots.prepare(ctx, prof)
-        inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics, answerer)
+        inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics, answerer,
+                         hooks)
         if self.recording:
             self.recorder.invocation_started(InvocationInfo(run.run_id, inv.id, snapshot.provider, scene, headless,
                                                             snapshot.id, self.snapshots.json(snapshot), time.time()))
