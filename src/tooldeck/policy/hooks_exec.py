@@ -28,6 +28,8 @@ DENY_EXIT = 2
 """The exit code that denies the call with stderr as the reason (as Claude Code's hooks)."""
 STDOUT_LIMIT = 1 << 20
 STDERR_LIMIT = 64 << 10
+_REAP_S = 2.0
+"""How long a killed hook's pipes may stay open before tooldeck closes them (see `_reap`)."""
 _SHOWN = 300
 """Characters of stderr a failure's message quotes."""
 
@@ -99,7 +101,7 @@ async def run(argv: list[str], payload: bytes, cwd: Path, env: dict[str, str],
             rc = await proc.wait()
     except TimeoutError:
         _kill_group(proc.pid)
-        await proc.wait()
+        await _reap(proc)
         raise HookFailure(TIMEOUT, f"it did not answer within {timeout_s:g} s; its processes were killed") from None
     except BaseException:
         _kill_group(proc.pid)
@@ -108,6 +110,18 @@ async def run(argv: list[str], payload: bytes, cwd: Path, env: dict[str, str],
     if len(out) > STDOUT_LIMIT:
         raise HookFailure(INVALID_OUTPUT, f"it wrote more than {STDOUT_LIMIT} bytes on stdout")
     return rc, out, err[:STDERR_LIMIT]
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the killed program, but not forever: a process that left the group (setsid) may still hold
+    its pipes, and asyncio's `wait` also waits for them; then the pipes are closed from this side."""
+    try:
+        async with asyncio.timeout(_REAP_S):
+            await proc.wait()
+    except TimeoutError:
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 async def _read(proc: asyncio.subprocess.Process, stream: Any, limit: int) -> bytes:
