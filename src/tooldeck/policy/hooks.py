@@ -47,7 +47,7 @@ class HookFailure(Exception):
         self.detail = detail
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HookCall:
     """What a hook is told about a call (an executable gets it as one JSON object on stdin)."""
 
@@ -139,7 +139,8 @@ class Hook:
         async def answer(call: HookCall) -> HookAnswer:
             try:
                 value = fn(call)
-                if inspect.isawaitable(value):
+                kind = type(value)  # the plain answers first: `isawaitable` costs more than the rest of a hook
+                if kind is not HookAnswer and kind is not dict and value is not None and inspect.isawaitable(value):
                     if timeout_s is None:
                         value = await value
                     else:
