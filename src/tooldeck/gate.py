@@ -7,6 +7,8 @@
 4. validate them against the tool's input schema (→ `tool.invalid_arguments`);
 5. tool-choice rules: `none`, `auto`, `required`, or one specific tool (→ `tool.choice_violation`);
    then repeated calls: the same call over and over with the same result (→ `tool.repeated_call`, repeats.py);
+   then, for a tool with hooks, the gate stops here: the invocation runs its pre-call hooks
+   (policy/hook_flow.py: deny, rewrite, ask) and calls `permit` with the arguments they leave;
    then argument rules (policy/rules.py): a rule that matches the arguments decides (`deny` →
    `tool.rule_denied`), else the tool's permission;
 6. permission: `allow` | `ask` | `deny`; `ask` is settled by the host's confirmation callback right
