@@ -99,7 +99,7 @@ class Admitted:
     """Pre-call hooks still to run (policy/hooks.py): the argument rules and the permission are decided after
     them (`Gate.permit`); the invocation settles such a call before anything of its turn runs or is recorded."""
     hooked: Hooked | None = None
-    """What the call's hooks hand to dispatch (post-call hooks, context, the original arguments)."""
+    """What the call's hooks hand to dispatch (its post-call hooks, the context its pre-call hooks added)."""
 
 
 @dataclass(slots=True)

@@ -34,7 +34,7 @@ async def pre_call(inv: Invocation, call_id: str, chk: Admitted) -> Admitted | R
     entry, chain = chk.entry, chk.hooks
     assert chain is not None
     name = entry.binding.call_name
-    args = original = chk.args
+    args = chk.args
     ask = False
     context: list[str] = []
     for hook in chain.pre:
@@ -64,7 +64,7 @@ async def pre_call(inv: Invocation, call_id: str, chk: Admitted) -> Admitted | R
             context.append(answer.context)
     hooked = None
     if chain.post or context:
-        hooked = Hooked(chain.post, "\n\n".join(context) or None, original if args is not original else None)
+        hooked = Hooked(chain.post, "\n\n".join(context) or None)
     return inv.gate.permit(call_id, entry, args, ask, hooked)
 
 

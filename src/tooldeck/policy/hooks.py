@@ -228,10 +228,8 @@ def chains_for(tool_ids: Iterable[str], hooks: list[Hook]) -> dict[str, HookChai
 
 @dataclass(frozen=True, slots=True)
 class Hooked:
-    """What an admitted call carries from its pre-call hooks to dispatch: its post-call hooks, the context
-    its pre-call hooks added (appended to its result), and the arguments the model sent when a hook
-    rewrote them (None: not rewritten)."""
+    """What an admitted call carries from its pre-call hooks to dispatch: its post-call hooks, and the context
+    its pre-call hooks added (appended to its result)."""
 
     post: tuple[Hook, ...] = ()
     context: str | None = None
-    original: dict[str, Any] | None = None
