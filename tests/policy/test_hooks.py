@@ -280,3 +280,20 @@ def test_the_protocol_parser_answers_or_names_the_problem(data: Any, event: str)
     assert set(data) <= ({"decision", "reason", "arguments", "context"} if event == "pre_call" else
                          {"decision", "reason", "result", "context"})
     assert answer.arguments is None or isinstance(answer.arguments, dict)
+
+
+def test_the_calls_are_in_the_records_while_their_pre_call_hooks_run(make_runtime: Any) -> None:
+    ran: list[dict[str, Any]] = []
+    rt = make(make_runtime, ran)
+    during: list[Any] = []
+    inv_ids: list[str] = []
+    rt.hooks.pre(ADD)(lambda c: during.extend(
+        (x.call_id, x.status, x.raw_arguments) for x in rt.recorder.history(inv_ids[0]).calls))  # type: ignore[attr-defined]
+    inv = rt.invocation()
+    inv_ids.append(inv.id)
+    out = inv.run([{"id": "c1", "name": "add", "arguments": '{"a": 1, "b": 2}'},
+                   {"id": "c2", "name": "nope", "arguments": "{}"}])
+    assert [r.error_code or r.content for r in out] == ["3", "tool.unknown_tool"]
+    assert during == [("c1", "requested", '{"a": 1, "b": 2}'), ("c2", "requested", "{}")]
+    assert [(c.status, c.arguments) for c in rt.recorder.history(inv.id).calls] == [  # type: ignore[attr-defined]
+        ("completed", {"a": 1, "b": 2}), ("failed", None)]
