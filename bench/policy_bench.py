@@ -4,14 +4,21 @@
   vs no rules: target ≤ +2 µs a call;
 - a shell command through six command rules (each line different, so bashkit's parser runs every time)
   vs the same calls without rules;
-- the repeated-call guard (on by default) vs `max_identical_calls = 0`.
+- the repeated-call guard (on by default) vs `max_identical_calls = 0`;
+- one Python pre-call hook (allowing every call) vs no hook: a whole one-call turn, records off;
+- an executable pre-call hook (`true`, which reads nothing and allows) beside a bare `subprocess.run` of
+  the same program fed the same JSON, and beside the same turn without the hook.
 
     python -m bench.policy_bench
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -101,7 +108,57 @@ def main() -> None:
                       repeats=9))
     _row("The repeated-call guard (on by default) (median of 21 interleaved batches of 20,000 gate checks):",
          "guard off", _interleaved({"guard off": check(no_guard), "guard on": check(plain)}, 20_000))
+    _hooks(home, {**base, "max_identical_calls": 0})  # the guard apart: its streak of 100,000 calls is not the hook
     for r in rts:
+        r.close()
+
+
+def _turns(inv: Any, loop: asyncio.AbstractEventLoop) -> Callable[[int], object]:
+    calls = [{"id": "c", "name": "add", "arguments": '{"a": 1, "b": 2}'}]
+
+    async def many(n: int) -> None:
+        for _ in range(n):
+            await inv.arun(calls)
+
+    return lambda n: loop.run_until_complete(many(n))
+
+
+def _batched(variants: dict[str, Callable[[int], object]], inner: int, repeats: int) -> dict[str, float]:
+    """Median µs per call of `fn(inner)` (each runs `inner` calls itself), interleaved."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            fn(inner)
+            samples[name].append((time.perf_counter() - start) / inner * 1e6)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def _hooks(home: Path, base: dict[str, Any]) -> None:
+    rt_plain, _ = _gate(home / "hook_none", base)
+    rt_py, _ = _gate(home / "hook_py", base)
+    rt_py.hooks.pre("extension/bench:add")(lambda call: None)
+    true = shutil.which("true") or "/bin/true"
+    rt_exe, _ = _gate(home / "hook_exe", {**base, "hooks": [{"event": "pre_call", "tool": "extension/bench:add",
+                                                                "command": [true]}]})
+    loop = rt_plain.loop()
+    plain, py, exe = rt_plain.invocation(), rt_py.invocation(), rt_exe.invocation()
+    for inv in (plain, py, exe):
+        assert inv.run([{"id": "c", "name": "add", "arguments": '{"a": 1, "b": 2}'}])[0].content == "3"
+    _row("One Python pre-call hook, a one-call turn with records off (median of 21 interleaved batches of 5,000):",
+         "no hook", _batched({"no hook": _turns(plain, loop), "1 Python pre-call hook": _turns(py, loop)}, 5_000, 21))
+    payload = json.dumps({"event": "pre_call", "tool_id": "extension/bench:add", "call_name": "add",
+                          "arguments": {"a": 1, "b": 2}, "call_id": "c", "run_id": "r", "invocation_id": "i"}).encode()
+
+    def bare(n: int) -> None:
+        for _ in range(n):
+            subprocess.run([true], input=payload, capture_output=True, cwd=home, env={"PATH": "/usr/bin:/bin"},
+                           check=True, start_new_session=True)
+
+    _row(f"An executable pre-call hook ({true}) (median of 9 interleaved batches of 40):", "bare subprocess.run",
+         _batched({"bare subprocess.run": bare, "turn with the hook": _turns(exe, loop),
+                   "turn without a hook": _turns(plain, loop)}, 40, 9))
+    for r in (rt_plain, rt_py, rt_exe):
         r.close()
 
 

@@ -26,6 +26,7 @@ from tooldeck.core.errors import HOST_FAULT, TOOL_UNAVAILABLE
 from tooldeck.core.results import ToolOutput
 from tooldeck.gate import Admitted, GateEntry, Refused
 from tooldeck.outcomes import failure, host_fault, timed_out
+from tooldeck.policy import hook_flow
 from tooldeck.policy.approvals import Approval, settle
 
 if TYPE_CHECKING:
@@ -166,6 +167,8 @@ def begin_one(inv: Invocation, check: Admitted | Refused, index: int, turn: Turn
         return ToolOutput(r.content, r.structured, True, r.error_code)
     if check.needs_confirmation:  # type: ignore[union-attr]
         return _confirm_then_run(inv, check, index, turn)  # type: ignore[arg-type]
+    if check.hooked is not None:  # type: ignore[union-attr]
+        return _run_hooked(inv, check, index, turn, window)  # type: ignore[arg-type]
     entry = check.entry
     tool_id = entry.binding.descriptor.id
     source = entry.source
@@ -217,8 +220,17 @@ async def _confirm_then_run(inv: Invocation, check: Admitted, index: int, turn: 
     if not confirmed:
         r = inv.gate.permission_refusal(call_id, check.entry)
         return ToolOutput(r.content, r.structured, True, r.error_code)
-    out = begin_one(inv, Admitted(check.entry, check.args), index, turn, True, False)  # confirmed: runs as allowed
+    # confirmed: runs as allowed
+    out = begin_one(inv, Admitted(check.entry, check.args, False, None, check.hooked), index, turn, True, False)
     return await out if type(out) is CoroutineType else out  # type: ignore[misc]
+
+
+async def _run_hooked(inv: Invocation, check: Admitted, index: int, turn: TurnState, window: bool) -> Finished:
+    """A call with post-call hooks or pre-call context: the tool, then its hooks (policy/hook_flow.py)."""
+    out = begin_one(inv, Admitted(check.entry, check.args), index, turn, window, False)
+    if type(out) is CoroutineType:
+        out = await out
+    return await hook_flow.post_call(inv, check, turn.calls[index].id, out)
 
 
 def _context(inv: Invocation, entry: GateEntry, index: int, turn: TurnState) -> CallContext:

@@ -7,6 +7,8 @@
 4. validate them against the tool's input schema (→ `tool.invalid_arguments`);
 5. tool-choice rules: `none`, `auto`, `required`, or one specific tool (→ `tool.choice_violation`);
    then repeated calls: the same call over and over with the same result (→ `tool.repeated_call`, repeats.py);
+   then, for a tool with hooks, the gate stops here: the invocation runs its pre-call hooks
+   (policy/hook_flow.py: deny, rewrite, ask) and calls `permit` with the arguments they leave;
    then argument rules (policy/rules.py): a rule that matches the arguments decides (`deny` →
    `tool.rule_denied`), else the tool's permission;
 6. permission: `allow` | `ask` | `deny`; `ask` is settled by the host's confirmation callback right
@@ -45,6 +47,7 @@ from tooldeck.core.errors import (
 from tooldeck.core.jsonfast import decoded_fast, plain_fast
 from tooldeck.core.jsonvalue import SHORT_TEXT, shown
 from tooldeck.core.results import AgentToolResult, recoverable_error
+from tooldeck.policy.hooks import HookChain, Hooked
 from tooldeck.policy.rules import Resolver, RuleSet, compile_rules, decide
 from tooldeck.projection import Guidance
 from tooldeck.repeats import RepeatGuard
@@ -92,6 +95,11 @@ class Admitted:
     args: dict[str, Any]
     """The decoded, validated arguments (an admitted call's arguments are always a valid object)."""
     needs_confirmation: bool = False
+    hooks: HookChain | None = None
+    """Pre-call hooks still to run (policy/hooks.py): the argument rules and the permission are decided after
+    them (`Gate.permit`); the invocation settles such a call before anything of its turn runs or is recorded."""
+    hooked: Hooked | None = None
+    """What the call's hooks hand to dispatch (its post-call hooks, the context its pre-call hooks added)."""
 
 
 @dataclass(slots=True)
@@ -176,7 +184,7 @@ def _own_default(binding: Binding, profile: Profile) -> Callable[[dict[str, Any]
 class Gate:
     def __init__(self, snapshot: Snapshot, profile: Profile, table: GateTable | None = None,
                  fetched: set[str] | None = None, repeats: RepeatGuard | None = None,
-                 resolve_path: Resolver | None = None) -> None:
+                 resolve_path: Resolver | None = None, hooks: dict[str, HookChain] | None = None) -> None:
         self.snapshot = snapshot
         self.budget = BudgetState()
         table = table or GateTable.build(snapshot, profile)
@@ -196,6 +204,8 @@ class Gate:
         self._resolve_path = resolve_path
         """The run's workspace symlink resolver, for path rules (None: lexical paths only)."""
         """The run's repeated-call guard (None: detection is off); it must `observe` the results."""
+        self.hooks = hooks
+        """Each hooked tool's hook chain, by tool id (None: this invocation has no hooks)."""
 
     def check(self, call_id: str, name: str, wire_args: Any = MISSING,
               choice: ToolChoice = "auto") -> Admitted | Refused:
@@ -279,6 +289,17 @@ class Gate:
             loop = repeats.check(call_id, entry.tool_id, entry.binding.call_name, args, self._repeat_limit)
             if loop is not None:
                 return self._refused(call_id, entry, REPEATED_CALL, loop)
+        hooks = self.hooks
+        if hooks is not None:
+            chain = hooks.get(entry.tool_id)
+            if chain is not None:  # the rules and the permission judge the arguments the hooks leave
+                return Admitted(entry, args, False, chain)
+        return self.permit(call_id, entry, args)
+
+    def permit(self, call_id: str, entry: GateEntry, args: dict[str, Any], ask: bool = False,
+               hooked: Hooked | None = None) -> Admitted | Refused:
+        """Argument rules, then the permission (the tail of the order). `ask`: a pre-call hook asked for
+        confirmation (hooks only tighten: the strictest of hook, rule and permission wins)."""
         if entry.rules is not None:
             decision = decide(entry.rules, args, self._resolve_path)
             if decision is not None:
@@ -286,14 +307,15 @@ class Gate:
                     return self._refused(call_id, entry, RULE_DENIED, (
                         f"`{entry.binding.call_name}` was not run: {decision.reason}. Do it another way, or ask "
                         "the user."))
-                return Admitted(entry, args, decision.permission == "ask")
+                return Admitted(entry, args, ask or decision.permission == "ask", None, hooked)
         permission = entry.permission
         if permission == "allow":
-            return Admitted(entry, args, entry.confirm_when is not None and entry.confirm_when(args))
+            return Admitted(entry, args, ask or (entry.confirm_when is not None and entry.confirm_when(args)),
+                            None, hooked)
         if permission == "deny":
             return self._refused(call_id, entry, PERMISSION_DENIED, f"`{entry.binding.call_name}` is not "
                                  "permitted in this invocation; it was not run. Use another tool.")
-        return Admitted(entry, args, True)
+        return Admitted(entry, args, True, None, hooked)
 
     def _invalid(self, call_id: str, entry: GateEntry, args: dict[str, Any]) -> Refused | None:
         """The refusal for arguments the schema rejects (or a schema that does not compile); None if valid.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,9 @@ from tooldeck.core.errors import TooldeckError
 from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
 from tooldeck.dispatch import Confirm, begin_one, not_started, run_batch
 from tooldeck.gate import Admitted, Gate, Refused, ToolChoice
+from tooldeck.policy import hook_flow
+from tooldeck.policy.hooks import Hook, chains_for
+from tooldeck.policy.hooks_exec import profile_hooks
 from tooldeck.policy.known_secrets import KNOWN
 from tooldeck.policy.resolve import workspace_resolver
 from tooldeck.projection import Projector
@@ -51,7 +54,8 @@ class Invocation:
     `run_state`, `fetched`, `deferred_catalog()`."""
 
     def __init__(self, runtime: Runtime, run: RunState, snapshot: Snapshot, profile: Profile, scene: Scene,
-                 headless: bool, confirm: Confirm | None, diagnostics: list[Diagnostic], ask_user: Any = None) -> None:
+                 headless: bool, confirm: Confirm | None, diagnostics: list[Diagnostic], ask_user: Any = None,
+                 hooks: Iterable[Hook] = ()) -> None:
         self.id = f"inv_{uuid.uuid4().hex[:16]}"
         self.runtime = runtime
         self.run_state = run
@@ -68,7 +72,9 @@ class Invocation:
         table = runtime.snapshots.gate_table(snapshot, profile)
         repeats = run.state.setdefault("repeats", RepeatGuard()) if profile.max_identical_calls else None
         resolve = workspace_resolver(run.workspace_root) if any(r.path for r in profile.rules) else None
-        self.gate = Gate(snapshot, profile, table, self.fetched, repeats, resolve)
+        chosen = [*runtime.hooks, *hooks, *profile_hooks(profile.hooks, runtime.home)]
+        chains = chains_for((b.tool_id for b in snapshot.bindings), chosen) if chosen else None
+        self.gate = Gate(snapshot, profile, table, self.fetched, repeats, resolve, chains)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
                                    table.guidance, KNOWN.policy(profile))
         self.round = 0
@@ -140,6 +146,8 @@ class Invocation:
         if self.gate.repeats is not None:
             self.gate.repeats.begin_turn()
         chk = self.gate.check(call.id, call.name, call.arguments, tool_choice)
+        if type(chk) is Admitted and chk.hooks is not None:
+            chk = await hook_flow.pre_call(self, call.id, chk)
         out = begin_one(self, chk, 0, TurnState((call,), round_no, [UNFINISHED]))
         if type(out) is CoroutineType:
             out = await out
@@ -183,14 +191,21 @@ class Invocation:
             if recording:  # nothing a model sent is lost, even when the gate itself fails
                 runtime.recorder.calls_requested(self.id, round_no, requested(wire, slots), time.time())
             raise
+        asked = None
+        if self.gate.hooks is not None and any(type(c) is Admitted and c.hooks is not None for c in checks):
+            # Pre-call hooks may take seconds: what the model sent is recorded before they run.
+            if recording:
+                asked = requested(wire, slots)
+                runtime.recorder.calls_requested(self.id, round_no, asked, time.time())
+            await hook_flow.settle(self, wire, checks)
         n = len(wire)
         turn = TurnState(wire, round_no, [UNFINISHED] * n, [None] * n if recording else None)
         records: TurnWriter | None = None
         if recording:
             # One transaction before any tool runs: the raw wire arguments verbatim, which calls start, and
             # the gate's refusals with their results. Then the results, as they arrive (records/writer.py).
-            records = TurnWriter.admit(runtime.recorder, self.id, turn, checks, requested(wire, slots),
-                                       self.projector.project)
+            records = TurnWriter.admit(runtime.recorder, self.id, turn, checks, asked or requested(wire, slots),
+                                       self.projector.project, requested_already=asked is not None)
         outputs = turn.outputs
         try:
             if n == 1:

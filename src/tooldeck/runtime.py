@@ -29,6 +29,7 @@ from tooldeck.core.ids import ToolId
 from tooldeck.dispatch import Confirm
 from tooldeck.invocation import Invocation
 from tooldeck.naming import PROTOCOLS
+from tooldeck.policy.hooks import Hook, Hooks
 from tooldeck.policy.known_secrets import scan_home
 from tooldeck.records.port import InvocationInfo, NullRecorder, Recorder
 from tooldeck.snapshot.builder import Snapshots
@@ -54,8 +55,11 @@ class Runtime:
         confirm: Confirm | None = None,
         sources: Iterable[ToolSource] = (),
         ask_user: AskUser | None = None,
+        hooks: Iterable[Hook] | Hooks | None = None,
     ) -> None:
         self.home = Path(home).resolve()
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks or ())
+        """Python pre- and post-call hooks of every invocation (`rt.hooks.pre(...)`; policy/hooks.py)."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.profile = self._resolve_profile(profile) if profile is not None else self._home_profile()
         self.extensions = ExtensionRegistry()
@@ -189,13 +193,15 @@ class Runtime:
         workspace: str | Path | None = None,
         ask_user: AskUser | None = None,
         record: bool = True,
+        hooks: Iterable[Hook] = (),
     ) -> Invocation:
         """A new invocation on a frozen snapshot (`snapshot`, or one prepared for `scene` and `profile`). With
         records on it is recorded at once (`invocation_started`) unless `record` is False: a host that only
         reads the snapshot and the turn context from it (`tooldeck serve` building a session's tool list)
         must not run calls through such an invocation, whose calls could not be recorded. `ask_user`: who
         answers the `ask_user` tool in this invocation; default: the Runtime's answerer unless the invocation
-        is headless. The tool is offered only when there is one (docs/agent.md)."""
+        is headless. The tool is offered only when there is one (docs/agent.md). `hooks`: Python hooks of this
+        invocation only, after the Runtime's (docs/configuration.md "Hooks")."""
         if provider not in PROTOCOLS:
             raise TooldeckError("invocation.provider_invalid",
                                 f"unknown provider {provider!r}; expected one of {', '.join(PROTOCOLS)}")
@@ -211,7 +217,8 @@ class Runtime:
             ctx = AvailabilityContext(scene=scene, headless=headless, provider=provider, run_id=run.run_id,
                                       probes=HOST_PROBES, home=self.home, can_ask=answerer is not None)
             snapshot, diagnostics = self.snapshots.prepare(ctx, prof)
-        inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics, answerer)
+        inv = Invocation(self, run, snapshot, prof, scene, headless, confirm or self.confirm, diagnostics, answerer,
+                         hooks)
         if self.recording and record:
             self.recorder.invocation_started(InvocationInfo(run.run_id, inv.id, snapshot.provider, scene, headless,
                                                             snapshot.id, self.snapshots.json(snapshot), time.time()))

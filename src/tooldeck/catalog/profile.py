@@ -144,6 +144,36 @@ class ArgumentRule(Config):
 
 
 @config_class
+class HookSpec(Config):
+    """An executable hook (policy/hooks_exec.py; docs/configuration.md "Hooks")."""
+
+    event: Literal["pre_call", "post_call"]
+    command: list[str]
+    """The program and its arguments (no shell); a relative path with a slash (`./check.sh`) is the home's."""
+    tool: str = "*"
+    """The tools it hooks: a tool id or a glob."""
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    name: str | None = None
+    """How messages and records name it (default: the command)."""
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, command: list[str]) -> list[str]:
+        if not command or not command[0]:
+            raise ValueError("a hook's command needs at least the program, e.g. [\"./check.sh\"]")
+        if any("\0" in part for part in command):
+            raise ValueError("a hook's command cannot hold a NUL character")
+        return command
+
+    @field_validator("tool")
+    @classmethod
+    def _tool(cls, tool: str) -> str:
+        if not is_pattern(tool):
+            ToolId.parse(tool)
+        return tool
+
+
+@config_class
 class Profile(Config):
     """Entries of `allow`, `deny`, `permissions` and `max_calls_per_tool` are tool ids or globs
     (`extension/*`, `mcp/*:search_*`). `allow` is ordered: bindings follow it. Frozen: change one with
@@ -161,6 +191,8 @@ class Profile(Config):
     """Tools (ids or globs) whose calls never run together with other calls of their turn."""
     rules: list[ArgumentRule] = Field(default_factory=list)
     """Argument rules: a permission for the calls whose arguments match (policy/rules.py)."""
+    hooks: list[HookSpec] = Field(default_factory=list)
+    """Executable pre- and post-call hooks (policy/hooks_exec.py), in the order they run."""
     max_calls_per_invocation: int = Field(default=80, ge=1)
     max_calls_per_tool: dict[str, int] = Field(default_factory=dict)
     max_identical_calls: int = Field(default=3, ge=0)

@@ -73,8 +73,10 @@ class TurnWriter:
 
     @classmethod
     def admit(cls, recorder: Recorder, invocation_id: str, turn: TurnState, checks: Sequence[Admitted | Refused],
-              requested: list[RequestedCall], project: Project) -> TurnWriter:
-        """Step 1: one transaction before any tool runs."""
+              requested: list[RequestedCall], project: Project, requested_already: bool = False) -> TurnWriter:
+        """Step 1: one transaction before any tool runs. `requested_already`: the calls were recorded as
+        requested before pre-call hooks ran (policy/hook_flow.py); they are now started, and the refusals
+        closed, in two writes."""
         writer = cls(recorder, invocation_id, turn, checks, project)
         at = time.time()
         calls = turn.calls
@@ -95,7 +97,11 @@ class TurnWriter:
             writer._written[i] = True
             refused.append(FinishedCall(call_id, i, result.tool_id, "failed", None, result.content, result.structured,
                                         True, result.error_code, result.resource_refs, None, None, at))
-        recorder.calls_admitted(invocation_id, round_no, requested, started, at, refused)
+        if requested_already:
+            recorder.calls_started(invocation_id, round_no, started, at)
+            recorder.calls_finished(invocation_id, round_no, refused)
+        else:
+            recorder.calls_admitted(invocation_id, round_no, requested, started, at, refused)
         if refused:
             note_redactions(recorder, invocation_id, round_no, [r for r in writer.results if r is not None
                                                                 and r.redaction is not None])
