@@ -124,7 +124,8 @@ async def test_deferred_mode_find_tools_then_run_tool(framework: str, make_runti
     ]
     outcome = await DRIVERS[framework](rt, {}, script, "run-1")
 
-    assert sorted(outcome.tools) == ["find_tools", "reasoning_guide", "run_tool", "write_result", "write_todo"]
+    assert sorted(outcome.tools) == ["chat_history", "find_tools", "reasoning_guide", "run_tool", "write_result",
+                                     "write_todo"]
     assert (workspace(rt, "run-1") / "output" / "d.md").read_text() == "deferred"
     assert '"workspace_write_file"' in outcome.seen["c1"].text  # the schema came back from find_tools
     calls = records_by_call(rt, outcome)

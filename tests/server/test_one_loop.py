@@ -167,6 +167,17 @@ def test_stdin_from_a_regular_file_is_served_too(tmp_path: Path, with_mcp: bool)
     assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "tooldeck"
 
 
+@pytest.mark.parametrize("with_mcp", [False, True])
+def test_stdin_from_dev_null_ends_the_server_instead_of_hanging_it(tmp_path: Path, with_mcp: bool) -> None:
+    """`/dev/null` is a character device epoll refuses (EPERM): asyncio's pipe transport would log the error
+    in a callback and wait on stdin forever (the README's `tooldeck serve --stdio` line with no client hung)."""
+    home = _home(tmp_path) if with_mcp else tmp_path / "home"
+    done = subprocess.run([TOOLDECK, "serve", "--stdio", "--home", str(home)], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120, env=_env(None))
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+
+
 def test_output_of_a_tools_child_process_does_not_reach_the_wire() -> None:
     script = ("import os, subprocess, sys\n"
               "subprocess.run(['echo', 'stray output of a child'])\n"

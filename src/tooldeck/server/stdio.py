@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import selectors
 import stat
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -34,12 +35,20 @@ _FLUSH_S = 1.0
 
 
 def _watchable(fd: int) -> bool:
-    """Whether asyncio can watch `fd` (a pipe, a socket or a character device, not a regular file)."""
+    """Whether asyncio can watch `fd`: a pipe, a socket or a terminal, not a regular file nor a device the
+    kernel will not poll (`/dev/null` refuses epoll with EPERM), which the SDK's threaded transport serves."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ if fd == 0 else selectors.EVENT_WRITE)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _claim(fd: int, diversion: Callable[[], int]) -> tuple[int, Callable[[], None]]:
