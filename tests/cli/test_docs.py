@@ -102,8 +102,8 @@ def test_the_serve_docs_python_snippet_runs_against_the_default_server(tmp_path:
         ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                              env={**os.environ})
         assert ran.returncode == 0, ran.stderr
-        assert ran.stdout.splitlines()[0] == ("['find_tools', 'run_tool', 'reasoning_guide', 'write_todo', 'ask_user', "
-                                              "'write_result']"), ran.stdout
+        assert ran.stdout.splitlines()[0] == ("['find_tools', 'run_tool', 'reasoning_guide', 'write_todo', "
+                                              "'chat_history', 'ask_user', 'write_result']"), ran.stdout
         assert re.fullmatch(r"Rolled 2d6\+1: \d \+ \d \+ 1 = \d+\.", ran.stdout.splitlines()[1]), ran.stdout
     finally:
         proc.send_signal(signal.SIGTERM)
