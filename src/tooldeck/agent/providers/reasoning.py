@@ -8,10 +8,11 @@
   the tool choice forces a tool: the API refuses thinking with a forced tool;
 - Gemini: `generationConfig.thinkingConfig.thinkingBudget: B`.
 
-B is `THINKING_BUDGETS[effort]` (within every thinking model's range: Anthropic's minimum is 1024,
-Gemini 2.5 Flash's maximum 24576). A model configured with `reasoning = false` gets none of these
-(one that rejects the field, such as a non-reasoning OpenAI model); a model's `options` are merged
-after them and win.
+B is `THINKING_BUDGETS[effort]`: within every thinking model's range (Anthropic's minimum is 1024,
+Gemini 2.5 Flash's maximum 24576), and small enough that Anthropic's default 8192 plus the high budget
+stays under the smallest output limit of its thinking models (32000, Claude Opus 4). A model
+configured with `reasoning = false` gets none of these (one that rejects the field, such as a
+non-reasoning OpenAI model); a model's `options` are merged after them and win.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 EFFORTS = ("low", "medium", "high")
-THINKING_BUDGETS: dict[str, int] = {"low": 2048, "medium": 8192, "high": 24576}
+THINKING_BUDGETS: dict[str, int] = {"low": 2048, "medium": 8192, "high": 16384}
 
 
 def effort_of(value: Any) -> str | None:
