@@ -35,7 +35,7 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +77,8 @@ class Agent:
                  confirm: Confirm | None = None, workspace: str | Path | None = None,
                  on_event: OnAgentEvent | None = None, on_commit: OnCommit | None = None,
                  background_wait: float = 300.0, completion_effects: frozenset[str] = COMPLETION_EFFECTS,
-                 http_client: Any = None, ask_user: AskUser | None = None, agent_id: str | None = None) -> None:
+                 http_client: Any = None, ask_user: AskUser | None = None, agent_id: str | None = None,
+                 reasoning: str | None = None) -> None:
         self.runtime = runtime
         if isinstance(model, ModelConfig):
             self.config = model
@@ -101,6 +102,8 @@ class Agent:
         self.ask_user = ask_user
         """Who answers `ask_user` (builtins/ask_user.py); None: the Runtime's. A headless agent has none."""
         self.background_wait = background_wait
+        self.reasoning = reasoning
+        """The reasoning effort of every model turn (low | medium | high; None: the provider's default)."""
         self.completion_effects = completion_effects
         self._http_client = http_client
         self.agent_id = agent_id  # the agent profile the run acts as (<home>/agents/<id>.toml); None: `main`
@@ -133,9 +136,12 @@ class Agent:
             await client.aclose()
 
     # -- a run -------------------------------------------------------------------------------------
-    async def run(self, task: str, *, run_id: str | None = None) -> AgentResult:
+    async def run(self, task: str, *, run_id: str | None = None,
+                  history: Sequence[tuple[str, str]] = ()) -> AgentResult:
+        """`history`: earlier (task, answer) exchanges the conversation starts with (a named subagent
+        session's past legs), sent before `task` as user and assistant messages."""
         rid = run_id or f"run_{uuid.uuid4().hex[:16]}"
-        run = _Run(self, task, rid, resumed=run_id is not None)
+        run = _Run(self, task, rid, resumed=run_id is not None, history=history)
         try:
             return await run.go()
         finally:
@@ -149,9 +155,11 @@ class Agent:
 class _Run:
     """The state of one run: its conversation, usage, turns and invocations."""
 
-    def __init__(self, agent: Agent, task: str, run_id: str, resumed: bool) -> None:
+    def __init__(self, agent: Agent, task: str, run_id: str, resumed: bool,
+                 history: Sequence[tuple[str, str]] = ()) -> None:
         self.agent = agent
         self.task = task
+        self.history = tuple(history)
         self.run_id = run_id
         self.resumed = resumed
         self.client = agent.client
@@ -178,9 +186,13 @@ class _Run:
         agent, result = self.agent, self.result
         cfg = agent.config
         self.link = links.attach(self)
+        past = {"history": [{"task": t, "answer": a} for t, a in self.history]} if self.history else {}
         self._record("run_started", task=self.task, model=cfg.public(), instructions=agent.instructions,
-                     **agent.lineage)
+                     **past, **agent.lineage)
         self._event("run_started", run_id=self.run_id, model=cfg.public(), task=self.task)
+        for past_task, answer in self.history:
+            self.messages.extend(self.client.user_message(past_task))
+            self.messages.extend(self.client.assistant_message(ModelTurn(answer)))
         self.messages.extend(self.client.user_message(self.task))
         try:
             status = await self._turns()
@@ -335,7 +347,7 @@ class _Run:
         if self.link is not None:  # the agents this one may delegate or hand off to
             instructions = self.link.with_directory(instructions, inv.snapshot)
         return ModelRequest(self.messages, inv.tools(), instructions, agent.tool_choice,
-                            agent.config.max_output_tokens, stream=agent.config.stream)
+                            agent.config.max_output_tokens, stream=agent.config.stream, reasoning=agent.reasoning)
 
     def _stream_handler(self) -> Any:
         emit = self.emit

@@ -71,6 +71,8 @@ class ModelEntry(BaseModel):
     stream: bool = True
     options: dict[str, Any] = Field(default_factory=dict)
     """Extra request body fields (temperature, reasoning effort …), sent as they are."""
+    reasoning: bool = True
+    """Whether a request's reasoning effort (a subagent leg's `reasoning`) is sent to this model."""
 
 
 class ModelsTable(BaseModel):
@@ -198,4 +200,5 @@ def resolve_model(home: Path | None = None, model: str | None = None, *, provide
                        timeout=entry.timeout, connect_timeout=entry.connect_timeout, max_retries=entry.max_retries,
                        retry_base_delay=entry.retry_base_delay, retry_max_delay=entry.retry_max_delay,
                        max_output_tokens=entry.max_output_tokens, max_turns=entry.max_turns,
-                       max_tokens_per_run=entry.max_tokens, stream=entry.stream, options=dict(entry.options))
+                       max_tokens_per_run=entry.max_tokens, stream=entry.stream, options=dict(entry.options),
+                       reasoning=entry.reasoning)

@@ -108,6 +108,9 @@ class ModelRequest:
     options: Mapping[str, Any] = field(default_factory=dict)
     """Extra top-level body fields (temperature, reasoning effort …), merged last."""
     stream: bool = True
+    reasoning: str | None = None
+    """The reasoning effort, low | medium | high (None: the provider's default), in each provider's wire
+    form (agent/providers/reasoning.py) unless the model is configured with `reasoning = false`."""
 
 
 @dataclass(slots=True)
@@ -136,6 +139,8 @@ class ModelConfig:
     max_tokens_per_run: int | None = None
     stream: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
+    reasoning: bool = True
+    """Whether a request's reasoning effort is sent to this model (false for a model that rejects it)."""
 
     def public(self) -> dict[str, Any]:
         """What may be recorded or printed (no key, no headers)."""

@@ -69,15 +69,18 @@ _LEG_PROPERTIES: dict[str, Any] = {
     "task": {"type": "string", "description": "The leg's whole task, self-contained: the leg sees none of this "
                                               "conversation."},
     "model": {"type": "string", "description": "A registered model name (tooldeck.toml [models], or yours)."},
-    "name": {"type": "string", "description": "A named session to reuse (its role); with `system_prompt`, a new "
-                                              "named session. Otherwise the leg runs in a temp session."},
+    "name": {"type": "string", "description": "A named session to reuse: the leg gets its role and continues its "
+                                              "conversation. With `system_prompt`, a new named session. Otherwise "
+                                              "the leg runs in a temp session (no past)."},
     "session_id": {"type": "string", "description": "A session id to run in."},
-    "reasoning": {"type": "string", "enum": ["low", "medium", "high"], "default": "low"},
+    "reasoning": {"type": "string", "enum": ["low", "medium", "high"], "default": "low",
+                  "description": "How hard the leg's model reasons (its reasoning effort or thinking budget)."},
     "system_prompt": {"type": "string", "description": "The leg's role, added to the Subagent Charter."},
     "exclude_tools": {"type": "array", "items": {"type": "string"},
                       "description": "More tools the leg must not have (call names or tool ids)."},
     "report_name": {"type": "string", "description": "A name for the report file."},
-    "new": {"type": "boolean", "description": "Start the session's conversation afresh (legs always do)."},
+    "new": {"type": "boolean", "description": "Ignore the named session's past conversation: it starts over with "
+                                              "this leg."},
 }
 
 SUBAGENTS = ToolDescriptor(

@@ -34,12 +34,14 @@ def system_of(request: Request) -> str:
 
 
 def user_of(request: Request) -> str:
-    return next((m["content"] for m in request.json["messages"] if m["role"] == "user"), "")
+    """The task of the request's run: its last user message (a named subagent session's leg starts with the
+    session's past exchanges, so its own task comes after theirs)."""
+    return next((m["content"] for m in reversed(request.json["messages"]) if m["role"] == "user"), "")
 
 
 class Router:
     """`router.on(prefix, *replies, user=None)`: requests whose system instructions start with `prefix`
-    (and whose first user message contains `user`, when given) are answered from those replies in order.
+    (and whose last user message contains `user`, when given) are answered from those replies in order.
     `log` lists (route, request number) as they arrive."""
 
     def __init__(self, mock: MockProvider) -> None:

@@ -1,7 +1,18 @@
 """Subagent sessions (Agenvoy's `subagents` list): a named session keeps a role (its system prompt) and a
-model for later legs, in `<home>/subagents/sessions.json`; a leg without one runs in a temp session.
-The file is replaced atomically under an exclusive lock, so processes sharing the home do not lose
-each other's sessions."""
+model for later legs, in `<home>/subagents/sessions.json`, and its conversation, in
+`<home>/subagents/history/<session id>.jsonl`; a leg without one runs in a temp session, which keeps
+nothing.
+
+sessions.json is replaced atomically (a temp file, fsync, rename) under an exclusive `flock` on
+`sessions.lock`, so processes sharing the home do not lose each other's sessions. A session's
+conversation is one JSON line per completed leg, `{"task", "answer", "new", "run_id", "model", "at"}`,
+appended under the same lock with one write and an fsync: a crash leaves the lines before it whole
+and at most a torn last line, which readers skip and the next append cuts off (a line counts once
+its newline is written). Lines, not the records
+store: the sessions must work with records off, and a leg's exchange in a provider-neutral form can be
+replayed to a later leg of another model or provider (its tool calls stay in the leg's own records).
+The next leg of the session replays the exchanges from the last leg that was `new` on, at most
+`HISTORY_LEGS` of them."""
 
 from __future__ import annotations
 
@@ -18,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 FOLDER = "subagents"
+HISTORY = "history"
+HISTORY_LEGS = 20
+"""The most past exchanges a leg is given (the latest ones)."""
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -56,14 +70,22 @@ class Sessions:
         return [Session(**item) for item in data.get("sessions", [])]
 
     @contextmanager
-    def _locked(self) -> Iterator[list[Session]]:
+    def _lock(self) -> Iterator[None]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path.with_suffix(".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    @contextmanager
+    def _locked(self) -> Iterator[list[Session]]:
+        with self._lock():
             sessions = self._read()
             yield sessions
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"sessions": [asdict(s) for s in sessions]}, indent=2), encoding="utf-8")
+            with open(tmp, "w", encoding="utf-8") as out:
+                out.write(json.dumps({"sessions": [asdict(s) for s in sessions]}, indent=2))
+                out.flush()
+                os.fsync(out.fileno())
             tmp.replace(self.path)
 
     def list(self) -> list[Session]:
@@ -86,6 +108,50 @@ class Sessions:
             if role:
                 found.role = role
             return Chosen(found.id, found.name, role or found.role, False)
+
+    def history_path(self, session_id: str) -> Path:
+        if not valid_id(session_id):
+            raise ValueError(f"session id {session_id!r} must be 1-64 letters, digits, `-` or `_`")
+        return self.path.parent / HISTORY / f"{session_id}.jsonl"
+
+    def history(self, session_id: str, limit: int = HISTORY_LEGS) -> list[tuple[str, str]]:
+        """The session's past (task, answer) exchanges a new leg continues: from the last `new` leg on, the
+        latest `limit`. A torn last line (a crash while writing) and lines that are not an exchange are skipped."""
+        try:
+            data = self.history_path(session_id).read_bytes()
+        except FileNotFoundError:
+            return []
+        exchanges: list[tuple[str, str]] = []
+        for line in data.split(b"\n")[:-1]:  # the part after the last newline is unfinished
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(item, dict) or not isinstance(item.get("task"), str) \
+                    or not isinstance(item.get("answer"), str):
+                continue
+            if item.get("new") is True:
+                exchanges.clear()
+            exchanges.append((item["task"], item["answer"]))
+        return exchanges[-limit:] if limit > 0 else []
+
+    def remember(self, session_id: str, task: str, answer: str, *, new: bool, run_id: str, model: str) -> None:
+        """Append a completed leg's exchange to the session's conversation (`new`: the conversation starts
+        over with it)."""
+        path = self.history_path(session_id)
+        line = json.dumps({"task": task, "answer": answer, "new": new, "run_id": run_id, "model": model,
+                           "at": time.time()}, ensure_ascii=False).encode("utf-8") + b"\n"
+        with self._lock():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":  # a torn line of a crash: drop it first
+                    os.ftruncate(fd, os.pread(fd, size, 0).rfind(b"\n") + 1)
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def describe(self) -> tuple[str, list[dict[str, Any]]]:
         sessions = self.list()

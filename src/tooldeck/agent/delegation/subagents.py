@@ -4,6 +4,10 @@ as extra instructions and fewer tools (no subagents, no writing, editing, publis
 tools, plus the caller's `exclude_tools`). At most 3 legs run at once in a process (per event loop);
 a 4th waits for a slot while its call's own time limit runs. A leg's text is written to a report file
 in the workspace; the caller gets a header (model, session, usage) and the report's path.
+
+A leg of a named session starts with that session's past exchanges (sessions.py) unless it is `new`,
+and its own exchange joins them when it completes with text. Its `reasoning` (low | medium | high,
+default low) is the effort of every model turn of the leg (agent/providers/reasoning.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.agent.events import AgentEvent
+from tooldeck.agent.providers.reasoning import EFFORTS
 from tooldeck.core.errors import ToolCallError
 
 if TYPE_CHECKING:
@@ -149,8 +154,13 @@ async def _leg(link: RunLink, ctx: CallContext, spec: LegSpec, leg_id: str, mode
     if spec.session_id is not None and not valid_id(spec.session_id):
         raise ToolCallError("tool.invalid_arguments", f"session_id {spec.session_id!r} must be 1-64 letters, digits, "
                             "`-` or `_`")
-    session = await asyncio.to_thread(Sessions(link.runtime.home).choose, spec.name, spec.session_id,
-                                      spec.system_prompt, spec.model)
+    if spec.reasoning not in EFFORTS:
+        raise ToolCallError("tool.invalid_arguments", f"reasoning {spec.reasoning!r} must be one of "
+                            f"{', '.join(EFFORTS)} (default low)")
+    store = Sessions(link.runtime.home)
+    session = await asyncio.to_thread(store.choose, spec.name, spec.session_id, spec.system_prompt, spec.model)
+    # a named session's leg continues its conversation; `new` starts it over, a temp session has none
+    history = [] if session.temp or spec.new else await asyncio.to_thread(store.history, session.id)
     display = spec.name or session.id
     instructions = f"{CHARTER}\n\n{session.role}" if session.role else CHARTER
     parent = link.agent
@@ -164,13 +174,15 @@ async def _leg(link: RunLink, ctx: CallContext, spec: LegSpec, leg_id: str, mode
 
     leg = Agent(link.runtime, model, instructions=instructions, max_turns=parent.max_turns, scene=parent.scene,
                 headless=True, profile=_leg_profile(ctx, spec), confirm=parent.confirm,
-                workspace=link.run_state.workspace_root, on_event=forward, http_client=parent._http_client)
+                workspace=link.run_state.workspace_root, on_event=forward, http_client=parent._http_client,
+                reasoning=spec.reasoning)
     leg.lineage = {"parent_run_id": link.run_id, "parent_invocation_id": ctx.invocation.id, "task_id": leg_id,
                    "agent_id": display, "mode": "subagent", "session_id": session.id}
-    result = await leg.run(spec.task, run_id=run_id)
+    result = await leg.run(spec.task, run_id=run_id, history=history)
     usage = _usage_text(result.usage)
     link.record("subagent_leg", leg_id=leg_id, run_id=run_id, session_id=session.id, model=spec.model,
-                status=result.status, usage=result.usage.to_dict(), error_code=result.error_code)
+                reasoning=spec.reasoning, history_legs=len(history), status=result.status,
+                usage=result.usage.to_dict(), error_code=result.error_code)
     if result.status == "failed":
         why = result.error.message if result.error is not None else "the run failed"
         raise ToolCallError("subagent.failed", f"subagent {spec.model} failed: {why}. Re-dispatch this leg with a "
@@ -179,6 +191,9 @@ async def _leg(link: RunLink, ctx: CallContext, spec: LegSpec, leg_id: str, mode
     if not text:
         raise ToolCallError("subagent.empty", f"subagent {spec.model} finished without producing any text ({usage}). "
                             f"Re-dispatch this leg with a narrower task, or with a model other than {spec.model}.")
+    if not session.temp:
+        await asyncio.to_thread(store.remember, session.id, spec.task, text, new=spec.new, run_id=run_id,
+                                model=spec.model)
     report = await asyncio.to_thread(_write_report, Path(link.run_state.workspace_root), spec.report_name, text)
     reader = next((b.call_name for b in ctx.invocation.snapshot.bindings
                    if b.tool_id == "builtin:workspace.read_file"), "the file reading tool")

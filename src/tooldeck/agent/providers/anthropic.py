@@ -28,6 +28,7 @@ import httpx
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers.common import HttpModelClient, default_key, load_json
+from tooldeck.agent.providers.reasoning import effort_of, thinking_budget
 from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
@@ -137,6 +138,11 @@ class AnthropicClient(HttpModelClient):
                 body["tool_choice"] = {"type": "none"}
         if request.stream:
             body["stream"] = True
+        effort = effort_of(request.reasoning) if self.config.reasoning else None
+        if effort and body.get("tool_choice", {}).get("type") not in ("any", "tool"):
+            budget = thinking_budget(effort)
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            body["max_tokens"] = limit + budget
         return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import httpx
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers.common import HttpModelClient, default_key, load_json
+from tooldeck.agent.providers.reasoning import effort_of, thinking_budget
 from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
@@ -133,6 +134,9 @@ class GeminiClient(HttpModelClient):
         limit = request.max_output_tokens or self.config.max_output_tokens
         if limit:
             body["generationConfig"] = {"maxOutputTokens": limit}
+        effort = effort_of(request.reasoning) if self.config.reasoning else None
+        if effort:
+            body.setdefault("generationConfig", {})["thinkingConfig"] = {"thinkingBudget": thinking_budget(effort)}
         return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import httpx
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers.common import HttpModelClient, arguments_text, default_key, load_json, replay_calls
+from tooldeck.agent.providers.reasoning import effort_of
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
 from tooldeck.core.errors import TooldeckError
@@ -185,6 +186,9 @@ class OpenAIChatClient(HttpModelClient):
         if request.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        effort = effort_of(request.reasoning) if self.config.reasoning else None
+        if effort:
+            body["reasoning_effort"] = effort
         return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import httpx
 from tooldeck.agent import errors
 from tooldeck.agent.errors import ModelError
 from tooldeck.agent.providers.common import HttpModelClient, default_key, load_json
+from tooldeck.agent.providers.reasoning import effort_of
 from tooldeck.agent.providers.wire import model_error, replay_turn, sendable, usage_int
 from tooldeck.agent.transport import Transport, join_url
 from tooldeck.agent.types import ModelConfig, ModelRequest, ModelTurn, OnEvent, StopReason, StreamEvent, Usage
@@ -203,6 +204,9 @@ class OpenAIResponsesClient(HttpModelClient):
         body["include"] = ["reasoning.encrypted_content"]
         if request.stream:
             body["stream"] = True
+        effort = effort_of(request.reasoning) if self.config.reasoning else None
+        if effort:
+            body["reasoning"] = {"effort": effort}
         return self.with_options(body, request)
 
     # -- the answer -------------------------------------------------------------------------------
