@@ -95,3 +95,15 @@ def test_the_models_table_turns_it_off_and_bad_values_are_refused(tmp_path: Any)
     assert err.value.code == "model.config_invalid" and "models.bad.reasoning" in err.value.message
     with pytest.raises(ValueError, match="reasoning effort 'max' must be one of low, medium, high"):
         effort_of("max")
+
+
+async def test_an_object_in_options_merges_into_the_one_built(mock_provider: MockProvider) -> None:
+    options = {"generationConfig": {"temperature": 0.2}}
+    sent = await body(mock_provider, "gemini", "low", max_output_tokens=64, options=options)
+    assert sent["generationConfig"] == {"maxOutputTokens": 64, "temperature": 0.2,
+                                        "thinkingConfig": {"thinkingBudget": THINKING_BUDGETS["low"]}}
+    assert options == {"generationConfig": {"temperature": 0.2}}  # the config's own object is not written into
+    sent = await body(mock_provider, "openai_responses", "high", options={"reasoning": {"summary": "auto"}})
+    assert sent["reasoning"] == {"effort": "high", "summary": "auto"}
+    sent = await body(mock_provider, "gemini", "low", options={"generationConfig": None})
+    assert sent["generationConfig"] is None  # a non-object still replaces

@@ -81,3 +81,20 @@ def test_any_crash_point_reads_back_the_whole_lines(exchanges: list[tuple[str, s
         assert store.history(SESSION) == expected(exchanges[:whole])
         remember(store, "after", "the crash")
         assert store.history(SESSION) == expected([*exchanges[:whole], ("after", "the crash", False)])
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"sessions": [1]}', '{"other": []}',
+                                     '{"sessions": [{"id": "ses_1"}]}'])
+def test_a_hand_edited_sessions_file_is_a_clear_error_and_is_left_as_it_is(tmp_path: Path, content: str) -> None:
+    from tooldeck.agent.delegation.sessions import SESSIONS_UNREADABLE
+    from tooldeck.core.errors import ToolCallError
+
+    store = Sessions(tmp_path)
+    store.choose("writer", None, "You write.", "m")
+    store.path.write_text(content, encoding="utf-8")
+    for attempt in (store.list, lambda: store.choose("writer", None, "You write.", "m")):
+        with pytest.raises(ToolCallError) as caught:
+            attempt()
+        assert caught.value.code == SESSIONS_UNREADABLE
+        assert str(store.path) in str(caught.value) and "Move it aside" in str(caught.value)
+    assert store.path.read_text(encoding="utf-8") == content

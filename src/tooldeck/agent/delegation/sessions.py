@@ -28,10 +28,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tooldeck.core.errors import ToolCallError
+
 FOLDER = "subagents"
 HISTORY = "history"
 HISTORY_LEGS = 20
 """The most past exchanges a leg is given (the latest ones)."""
+SESSIONS_UNREADABLE = "subagent.sessions_unreadable"
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -65,9 +68,13 @@ class Sessions:
     def _read(self) -> list[Session]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
+            return [Session(**item) for item in data["sessions"]]
         except FileNotFoundError:
             return []
-        return [Session(**item) for item in data.get("sessions", [])]
+        except (ValueError, TypeError, KeyError) as exc:  # only a hand edit can do this: the file is replaced whole
+            raise ToolCallError(SESSIONS_UNREADABLE, f"{self.path} is not a subagent sessions file tooldeck can read "
+                                f"({type(exc).__name__}: {exc}); it was changed outside tooldeck. Move it aside to "
+                                "start with no named sessions, or mend it by hand.") from exc
 
     @contextmanager
     def _lock(self) -> Iterator[None]:

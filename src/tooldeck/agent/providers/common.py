@@ -90,9 +90,13 @@ class HttpModelClient:
         raise NotImplementedError
 
     def with_options(self, body: dict[str, Any], request: ModelRequest) -> dict[str, Any]:
-        body.update(self.config.options)
-        body.update(request.options)
+        """The model's `options`, then the request's, merged into the body: an object merges key by key into
+        the object the adapter built (`generationConfig = { temperature = 0.2 }` keeps the output limit and
+        thinking budget beside it); any other value replaces."""
+        merge_options(body, self.config.options)
+        merge_options(body, request.options)
         return body
+
 
     async def complete(self, request: ModelRequest, on_event: OnEvent | None = None) -> ModelTurn:
         body = self.body(request)
@@ -102,3 +106,14 @@ class HttpModelClient:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
+
+
+def merge_options(body: dict[str, Any], options: dict[str, Any]) -> None:
+    for key, value in options.items():
+        current = body.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            merged = dict(current)  # never write into an object the caller or the config still holds
+            merge_options(merged, value)
+            body[key] = merged
+        else:
+            body[key] = value
