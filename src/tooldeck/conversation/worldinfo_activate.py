@@ -180,7 +180,7 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
         for hit in hits:
             entry = hit.entry
             if entry.ref in losers:
-                skipped[entry.ref] = (hit, losers[entry.ref])
+                skipped.setdefault(entry.ref, (hit, losers[entry.ref]))  # the first reason says the most
                 continue
             if entry.probability < 100:
                 roll = 100 * unit(seed, "probability", entry.ref)
