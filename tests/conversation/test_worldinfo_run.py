@@ -1,7 +1,8 @@
 """The new world-info behaviour through a real Runtime: the Profile's recursion and budget keys, the
 entries skipped for the budget in the tool's list and when read, the frozen activation (skips
 included) seen by a second runtime, probability drawn from the run id the same in two processes,
-and bad Profile values refused with `profile.invalid`."""
+bad Profile values refused with `profile.invalid`, and any tool arguments answered or refused with a
+listed code (hypothesis)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conversation.conftest import ALLOW, caller, import_chat
 from tooldeck.catalog.profile import Profile, ProfileError
@@ -127,3 +130,30 @@ def test_bad_profile_values(conversation: dict[str, Any], problem: str) -> None:
     with pytest.raises(ProfileError) as caught:
         Profile.parse({"conversation": conversation})
     assert caught.value.code == "profile.invalid" and problem in caught.value.message, caught.value.message
+
+
+REF = st.sampled_from(["worldinfo:lore#0", "worldinfo:lore#1", "worldinfo:lore#2", "worldinfo:lore#3",
+                       "worldinfo:lore#9", "", "worldinfo:lore#0:L1-L1"])
+ITEM = st.fixed_dictionaries({"ref": st.one_of(REF, st.integers())}, optional={
+    "start_line": st.one_of(st.integers(-1, 4), st.text(max_size=2)), "line_count": st.integers(-1, 4),
+    "offset": st.integers(0, 2)})
+CODES = {"worldinfo.entry_not_found", "worldinfo.invalid_entry_range", "worldinfo.read_too_large",
+         "tool.invalid_arguments"}
+
+
+@settings(derandomize=True, max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(args=st.one_of(st.just({}), st.fixed_dictionaries({"entries": st.lists(ITEM, max_size=4)}),
+                      st.dictionaries(st.sampled_from(["entries", "ref", "x"]), st.integers(), max_size=2)))
+def test_any_arguments_answer_or_give_a_listed_code(chat_runtime: Any, home: Path, args: dict[str, Any]) -> None:
+    call = CALLS.get(str(home)) or CALLS.setdefault(str(home), caller(chat_runtime(
+        {"chat": "c", "worldinfo": ["lore"], "worldinfo_budget": 14})))
+    r = call("worldinfo_read_activated", **args)
+    if r.is_error:
+        assert r.error_code in CODES, (r.error_code, r.content)
+    else:
+        read = {e["ref"].split(":L")[0] for e in r.structured["entries"]}
+        assert read <= {"worldinfo:lore#0", "worldinfo:lore#2"}  # only the active entries are ever read
+
+
+CALLS: dict[str, Any] = {}
