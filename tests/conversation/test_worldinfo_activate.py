@@ -96,17 +96,18 @@ def test_budget_takes_constants_then_higher_order_and_stops_at_the_first_overflo
     entries = {
         "lo": {"key": ["x"], "order": 100, "content": "x" * 4},        # 1 token: would fit, comes after the overflow
         "const": {"constant": True, "order": 1, "content": "c" * 16},  # 4 tokens
-        "mid": {"key": ["x"], "order": 150, "content": "m" * 12},      # 3 tokens: 4 + 4 + 3 > 10
+        "mid": {"key": ["x"], "order": 150, "content": "m" * 12},      # 3 tokens: 4 + 4 + 3 ≥ 10
         "hi": {"key": ["x"], "order": 200, "content": "h" * 16},       # 4 tokens
         "free": {"key": ["x"], "order": 50, "content": "f" * 40, "ignoreBudget": True},
     }
     result = run(entries, "x", budget=10)
     assert on(result) == ["const", "free", "hi"]  # listed by order ascending
-    assert off(result) == {"lo": "budget: 1 more tokens would pass the budget of 10 (8 used)",
-                           "mid": "budget: 3 more tokens would pass the budget of 10 (8 used)"}
+    assert off(result) == {"lo": "budget: 8 + 1 tokens reach the budget of 10",
+                           "mid": "budget: 8 + 3 tokens reach the budget of 10"}
     assert [a.content for a in result if a.skipped] == ["", ""]  # skipped entries keep no content
-    assert on(run(entries, "x", budget=11)) == ["const", "free", "mid", "hi"]  # exactly full fits
-    assert on(run(entries, "x", budget=12)) == ["const", "free", "lo", "mid", "hi"]
+    assert on(run(entries, "x", budget=11)) == ["const", "free", "hi"]  # reaching the budget is over (as in ST)
+    assert on(run(entries, "x", budget=12)) == ["const", "free", "mid", "hi"]
+    assert on(run(entries, "x", budget=13)) == ["const", "free", "lo", "mid", "hi"]
     assert on(run(entries, "x")) == ["const", "free", "lo", "mid", "hi"]  # no budget
 
 
@@ -119,8 +120,7 @@ def test_direct_mentions_come_before_recursion_and_an_overflow_stops_recursion()
         "c": {"key": ["cat"], "order": 1, "content": "Cat."},
     }
     result = run(entries, "Bessie eats hay", budget=10)
-    assert on(result) == ["i", "l", "a"] and off(result) == {"r": "budget: 3 more tokens would pass the budget of 10 "
-                                                                  "(8 used)"}
+    assert on(result) == ["i", "l", "a"] and off(result) == {"r": "budget: 8 + 3 tokens reach the budget of 10"}
     assert result[0].reason == "key 'rufus', recursion 1"
     assert "c" not in {a.uid for a in result}  # the pass that overflowed was the last
     assert on(run(entries, "Bessie eats hay")) == ["i", "c", "l", "a", "r"]  # without a budget: c by recursion 2

@@ -139,7 +139,7 @@ def test_any_json_parses_or_is_book_invalid_and_activation_is_deterministic(
     active = [by_ref[a.ref] for a in first if a.skipped is None]
     assert not any(e.disabled for e in active)
     if budget is not None:
-        assert sum(estimate_tokens(e.content) for e in active if not e.ignore_budget) <= budget
+        assert sum(estimate_tokens(e.content) for e in active if not e.ignore_budget) < budget
     groups = [g for e in active for g in e.groups]
     assert len(groups) == len(set(groups))  # at most one active entry per inclusion group
     assert all(e.probability > 0 for e in active)

@@ -55,7 +55,7 @@ def test_recursion_from_the_profile(chat_runtime: Any, home: Path) -> None:
 def test_budget_skips_are_listed_and_cannot_be_read(chat_runtime: Any, home: Path) -> None:
     r = listing(chat_runtime, worldinfo_budget=14)  # World 2 + Bessie 9 = 11; Rufus (4) would make 15
     assert [e["ref"] for e in r.structured["entries"]] == ["worldinfo:lore#2", "worldinfo:lore#0"]
-    overflow = "budget: 4 more tokens would pass the budget of 14 (11 used)"
+    overflow = "budget: 11 + 4 tokens reach the budget of 14"
     assert r.structured["skipped"] == [  # Farm (order 5) comes after the overflow in the same pass: skipped too
         {"ref": "worldinfo:lore#3", "book": "lore", "uid": "3", "comment": "Farm", "order": 5,
          "reason": "key 'farm', recursion 1", "skipped": overflow},
@@ -69,7 +69,7 @@ def test_budget_skips_are_listed_and_cannot_be_read(chat_runtime: Any, home: Pat
 
 
 def test_a_percent_budget(chat_runtime: Any, home: Path) -> None:
-    r = listing(chat_runtime, worldinfo_budget={"percent": 25, "context_size": 44})  # 11 tokens
+    r = listing(chat_runtime, worldinfo_budget={"percent": 25, "context_size": 48})  # 12 tokens
     assert [e["ref"] for e in r.structured["entries"]] == ["worldinfo:lore#2", "worldinfo:lore#0"]
 
 

@@ -14,8 +14,9 @@ on). In every pass:
    `groupWeight`;
 3. probability: an entry is kept when its roll (0-100) is under its `probability`; a failed entry is
    out for the whole activation;
-4. the token budget (chars/4 per entry, rounded up): an entry that does not fit overflows the
-   budget; then no further entry is accepted (but `ignoreBudget` ones) and recursion stops.
+4. the token budget (chars/4 per entry, rounded up): an entry that would bring the total to the
+   budget or past it overflows the budget; then no further entry is accepted (but `ignoreBudget`
+   ones) and recursion stops.
 
 Recursion goes on while a pass accepted content that may recurse, or while delay levels are left.
 Every entry is accepted at most once, so cycles end. The rolls come from SHA-256 of the seed (the run
@@ -190,10 +191,9 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
                     continue
                 hit.reason += f", probability {entry.probability:g}% (rolled {roll:.1f})"
             cost = estimate_tokens(entry.content)
-            if budget is not None and not entry.ignore_budget and (overflowed or used + cost > budget):
-                overflowed = True
-                skipped[entry.ref] = (hit, f"budget: {cost} more tokens would pass the budget of {budget} "
-                                           f"({used} used)")
+            if budget is not None and not entry.ignore_budget and (overflowed or used + cost >= budget):
+                overflowed = True  # SillyTavern's test: reaching the budget is overflowing it
+                skipped[entry.ref] = (hit, f"budget: {used} + {cost} tokens reach the budget of {budget}")
                 continue
             used += cost
             accepted[entry.ref] = hit
