@@ -102,7 +102,7 @@ def test_budget_takes_constants_then_higher_order_and_stops_at_the_first_overflo
     }
     result = run(entries, "x", budget=10)
     assert on(result) == ["const", "free", "hi"]  # listed by order ascending
-    assert off(result) == {"lo": "budget: 8 + 1 tokens reach the budget of 10",
+    assert off(result) == {"lo": "budget: the budget of 10 overflowed before it (8 used)",
                            "mid": "budget: 8 + 3 tokens reach the budget of 10"}
     assert [a.content for a in result if a.skipped] == ["", ""]  # skipped entries keep no content
     assert on(run(entries, "x", budget=11)) == ["const", "free", "hi"]  # reaching the budget is over (as in ST)

@@ -55,14 +55,14 @@ def test_recursion_from_the_profile(chat_runtime: Any, home: Path) -> None:
 def test_budget_skips_are_listed_and_cannot_be_read(chat_runtime: Any, home: Path) -> None:
     r = listing(chat_runtime, worldinfo_budget=14)  # World 2 + Bessie 9 = 11; Rufus (4) would make 15
     assert [e["ref"] for e in r.structured["entries"]] == ["worldinfo:lore#2", "worldinfo:lore#0"]
-    overflow = "budget: 11 + 4 tokens reach the budget of 14"
+    after = "budget: the budget of 14 overflowed before it (11 used)"
     assert r.structured["skipped"] == [  # Farm (order 5) comes after the overflow in the same pass: skipped too
         {"ref": "worldinfo:lore#3", "book": "lore", "uid": "3", "comment": "Farm", "order": 5,
-         "reason": "key 'farm', recursion 1", "skipped": overflow},
+         "reason": "key 'farm', recursion 1", "skipped": after},
         {"ref": "worldinfo:lore#1", "book": "lore", "uid": "1", "comment": "Rufus", "order": 20,
-         "reason": "key 'rufus', recursion 1", "skipped": overflow},
+         "reason": "key 'rufus', recursion 1", "skipped": "budget: 11 + 4 tokens reach the budget of 14"},
     ]
-    assert f"Matched but skipped (2):\nworldinfo:lore#3 · Farm · order 5 · {overflow}" in r.content
+    assert f"Matched but skipped (2):\nworldinfo:lore#3 · Farm · order 5 · {after}" in r.content
     call = caller(chat_runtime({"chat": "c", "worldinfo": ["lore"], "worldinfo_budget": 14}))
     read = call("worldinfo_read_activated", entries=[{"ref": "worldinfo:lore#1"}])
     assert read.error_code == "worldinfo.entry_not_found" and "it matched but was skipped (budget" in read.content

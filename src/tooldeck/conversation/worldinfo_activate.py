@@ -18,7 +18,8 @@ on). In every pass:
    budget or past it overflows the budget; then no further entry is accepted (but `ignoreBudget`
    ones) and recursion stops.
 
-Recursion goes on while a pass accepted content that may recurse, or while delay levels are left.
+Recursion goes on while a pass accepted an entry that does not `preventRecursion`, else while delay
+levels are left (one more pass per level).
 Every entry is accepted at most once, so cycles end. The rolls come from SHA-256 of the seed (the run
 id), the entry ref or group name: the same run activates the same entries in any process.
 """
@@ -183,6 +184,9 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
             if entry.ref in losers:
                 skipped.setdefault(entry.ref, (hit, losers[entry.ref]))  # the first reason says the most
                 continue
+            if overflowed and not entry.ignore_budget:  # before its roll, as in SillyTavern
+                skipped[entry.ref] = (hit, f"budget: the budget of {budget} overflowed before it ({used} used)")
+                continue
             if entry.probability < 100:
                 roll = 100 * unit(seed, "probability", entry.ref)
                 if not roll < entry.probability:
@@ -191,7 +195,7 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
                     continue
                 hit.reason += f", probability {entry.probability:g}% (rolled {roll:.1f})"
             cost = estimate_tokens(entry.content)
-            if budget is not None and not entry.ignore_budget and (overflowed or used + cost >= budget):
+            if budget is not None and not entry.ignore_budget and used + cost >= budget:
                 overflowed = True  # SillyTavern's test: reaching the budget is overflowing it
                 skipped[entry.ref] = (hit, f"budget: {used} + {cost} tokens reach the budget of {budget}")
                 continue
@@ -199,9 +203,10 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
             accepted[entry.ref] = hit
             skipped.pop(entry.ref, None)
             active_groups.update(entry.groups)
-            if not entry.prevent_recursion and entry.content:
-                texts.buffer.append(entry.content)
+            if not entry.prevent_recursion:  # even without content: another pass, as in SillyTavern
                 recursed = True
+                if entry.content:
+                    texts.buffer.append(entry.content)
         if step >= recursion or overflowed:
             break
         if not recursed:
