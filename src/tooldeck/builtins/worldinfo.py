@@ -1,5 +1,6 @@
 """`worldinfo.read_activated` (TauriTavern's): read the world-info entries the run's activation holds
-(frozen once per session, conversation/binding.py). No arguments: the active refs without content.
+(frozen once per session, conversation/binding.py). No arguments: the active refs without content, and the
+entries that matched but were skipped (budget, probability, inclusion group) with why.
 `entries` (at least one) of `{ref, start_line?, line_count?}`: their content, whole or as line ranges,
 under the same caps as `chat_read_messages` (conversation/ranges.py)."""
 
@@ -17,6 +18,7 @@ from tooldeck.core.results import ToolOutput
 
 if TYPE_CHECKING:  # loaded on the first call, not with the catalog (start-up time)
     from tooldeck.conversation.binding import RunConversation
+    from tooldeck.conversation.worldinfo import Activated
 
 
 def _conversation(ctx: CallContext) -> RunConversation:
@@ -31,22 +33,20 @@ def handle(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     items = args.get("entries")
     if items is not None:
         ranges.check_counts(len(items), "entries", WI_TOO_LARGE)
-    active = _conversation(ctx).activation(ctx.invocation.profile.conversation)
+    activation = _conversation(ctx).activation(ctx.invocation.profile.conversation)
+    active = [a for a in activation if a.skipped is None]
     if items is None:
-        listed = [{k: v for k, v in a.to_dict().items() if k != "content"} for a in active]
-        if not listed:
-            return ToolOutput("No world-info entry is active in this run.", {"entries": []})
-        lines = [f"{len(listed)} active world-info entr{'y' if len(listed) == 1 else 'ies'} (in order):"]
-        lines += [f"{e['ref']} · {e['comment'] or '(untitled)'} · order {e['order']} · {e['reason']}" for e in listed]
-        return ToolOutput("\n".join(lines), {"entries": listed})
+        return _listing(active, [a for a in activation if a.skipped is not None])
     by_ref = {a.ref: a for a in active}
+    skipped = {a.ref: a.skipped for a in activation if a.skipped is not None}
     out: list[dict[str, Any]] = []
     for item in items:
         entry = by_ref.get(item["ref"])
         if entry is None:
             refs = ", ".join(by_ref) or "none"
-            raise ToolCallError(WI_NOT_FOUND, f"{item['ref']!r} is not an active world-info entry of this run; the "
-                                              f"active refs are: {refs}.")
+            why = f"it matched but was skipped ({skipped[item['ref']]})" if item["ref"] in skipped else \
+                "it is not an active world-info entry of this run"
+            raise ToolCallError(WI_NOT_FOUND, f"{item['ref']!r}: {why}; the active refs are: {refs}.")
         piece = ranges.cut(entry.content, item, entry.ref, WI_INVALID_RANGE, WI_TOO_LARGE)
         suffix = "" if piece.whole else f":L{piece.start_line}-L{piece.end_line}"
         out.append({"ref": entry.ref + suffix, "comment": entry.comment, "startLine": piece.start_line,
@@ -57,10 +57,30 @@ def handle(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     return ToolOutput("\n\n".join(blocks), {"entries": out})
 
 
+def _listing(active: list[Activated], skipped: list[Activated]) -> ToolOutput:
+    listed = [{"ref": a.ref, "book": a.book, "uid": a.uid, "comment": a.comment, "order": a.order,
+               "reason": a.reason} for a in active]
+    left = [{"ref": a.ref, "book": a.book, "uid": a.uid, "comment": a.comment, "order": a.order,
+             "reason": a.reason, "skipped": a.skipped} for a in skipped]
+    data: dict[str, Any] = {"entries": listed}
+    if left:
+        data["skipped"] = left
+    if listed:
+        lines = [f"{len(listed)} active world-info entr{'y' if len(listed) == 1 else 'ies'} (in order):"]
+        lines += [f"{e['ref']} · {e['comment'] or '(untitled)'} · order {e['order']} · {e['reason']}" for e in listed]
+    else:
+        lines = ["No world-info entry is active in this run."]
+    if left:
+        lines.append(f"Matched but skipped ({len(left)}):")
+        lines += [f"{e['ref']} · {e['comment'] or '(untitled)'} · order {e['order']} · {e['skipped']}" for e in left]
+    return ToolOutput("\n".join(lines), data)
+
+
 DESCRIPTOR = ToolDescriptor(
     id=ToolId.builtin("worldinfo.read_activated"),
     title="Read the active world info",
-    description="Read the world-info (lore) entries active in this run. No arguments: list their refs. With "
+    description="Read the world-info (lore) entries active in this run. No arguments: list their refs (and the "
+                "entries skipped for the budget, probability or a group). With "
                 "entries: their content, whole or as line ranges (start_line from 1, line_count).",
     input_schema={
         "type": "object",

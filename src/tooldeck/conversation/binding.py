@@ -7,7 +7,8 @@
   call of the session. Messages past it are not searchable or readable. A chat that is now shorter
   than its frozen count is `agent.input_history_conflict`, a HostFault: the run fails.
 - the **world-info activation**: the entries that the newest `scan_depth` messages of that input
-  activate, computed once per session and read by `worldinfo_read_activated`.
+  activate (conversation/worldinfo_activate.py), computed once per session and read by
+  `worldinfo_read_activated`.
 
 A session is one `Agent.run` of the run (the number of `run_started` events in its agent stream; 0
 outside the agent loop).
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from tooldeck.conversation.model import INPUT_HISTORY_CONFLICT, NOT_FOUND, WI_UNAVAILABLE, Chat
 from tooldeck.conversation.port import SOURCE_KEY, ConversationSource
 from tooldeck.conversation.sources import AGENT_STREAM, DefaultSource
-from tooldeck.conversation.worldinfo import Activated, activate, load_book
+from tooldeck.conversation.worldinfo import Activated, activate, budget_tokens, load_book
 from tooldeck.core.errors import HostFault, ToolCallError, TooldeckError
 
 if TYPE_CHECKING:
@@ -79,7 +80,8 @@ class RunConversation:
             if event.get("type") == "input_frozen":
                 self._frozen.setdefault((event["chat"], event["session"]), event["count"])
             elif event.get("type") == "worldinfo_activated":
-                key = (event["session"], event["chat"], tuple(event["books"]), event["scan_depth"])
+                key = (event["session"], event["chat"], tuple(event["books"]), event["scan_depth"],
+                       event.get("recursion"), event.get("budget"))
                 self._activations.setdefault(key, [Activated(**e) for e in event["entries"]])
 
     def _record(self, data: dict[str, Any]) -> None:
@@ -118,7 +120,9 @@ class RunConversation:
                                                 "book (conversation.worldinfo).")
         self._persisted()
         chat_id = self.chat_id(settings)
-        key = (self._session(), chat_id, tuple(settings.worldinfo), settings.scan_depth)
+        budget = budget_tokens(settings.worldinfo_budget)
+        key = (self._session(), chat_id, tuple(settings.worldinfo), settings.scan_depth, settings.worldinfo_recursion,
+               budget)
         found = self._activations.get(key)
         if found is not None:
             return found
@@ -132,8 +136,10 @@ class RunConversation:
             messages = given.chat.messages[:given.count]
         except ToolCallError:  # no chat: only constant entries activate
             messages = ()
-        found = activate(books, messages, settings.scan_depth)
+        found = activate(books, messages, settings.scan_depth, recursion=settings.worldinfo_recursion, budget=budget,
+                         seed=self.run.run_id)  # the seed: the same run rolls the same in any process
         self._activations[key] = found
         self._record({"type": "worldinfo_activated", "session": key[0], "chat": chat_id, "books": list(key[2]),
-                      "scan_depth": key[3], "entries": [a.to_dict() for a in found]})
+                      "scan_depth": key[3], "recursion": key[4], "budget": key[5],
+                      "entries": [a.to_dict() for a in found]})
         return found

@@ -1,0 +1,225 @@
+"""Which world-info entries the recent messages activate, with SillyTavern's semantics
+(docs/conversation.md#activation). Pure: books and messages in, the activation out.
+
+The scan runs in passes. Pass 0 scans the newest `scan_depth` messages (an entry's own `scanDepth`
+wins). Each later pass (a recursion, at most `recursion` of them) scans those messages plus the
+content of every entry accepted so far that does not `preventRecursion`; an `excludeRecursion` entry
+is not looked at in those passes, a `delayUntilRecursion` entry only in those (from its delay level
+on). In every pass:
+
+1. the entries not yet accepted that match (constant, or the keys and `selectiveLogic`), taken
+   constant first, then by `order` descending (SillyTavern's priority), then book and place;
+2. inclusion groups: a group with an accepted member loses its new contenders; otherwise, of two or
+   more contenders, the `groupOverride` one with the highest order wins, else one drawn by
+   `groupWeight`;
+3. probability: an entry is kept when its roll (0-100) is under its `probability`; a failed entry is
+   out for the whole activation;
+4. the token budget (chars/4 per entry, rounded up): an entry that would bring the total to the
+   budget or past it overflows the budget; then no further entry is accepted (but `ignoreBudget`
+   ones) and recursion stops.
+
+Recursion goes on while a pass accepted an entry that does not `preventRecursion`, else while delay
+levels are left (one more pass per level).
+Every entry is accepted at most once, so cycles end. The rolls come from SHA-256 of the seed (the run
+id), the entry ref or group name: the same run activates the same entries in any process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tooldeck.conversation.model import Message
+from tooldeck.conversation.worldinfo_parse import AND_ALL, AND_ANY, LOGIC_NAMES, NOT_ALL, NOT_ANY, Book, Entry
+from tooldeck.conversation.worldinfo_settings import DEFAULT_RECURSION
+
+CHARS_PER_TOKEN: Final = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """The token estimate of the budget: characters / 4, rounded up (no tokenizer is loaded)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def unit(seed: str, *parts: str) -> float:
+    """A number in [0, 1) fixed by `seed` and `parts` (no process-dependent hashing)."""
+    joined = "\x1f".join((seed, *parts)).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.sha256(joined).digest()[:8], "big") / 2 ** 64
+
+
+@dataclass(frozen=True, slots=True)
+class Activated:
+    ref: str
+    book: str
+    uid: str
+    comment: str
+    order: int
+    reason: str
+    content: str
+    skipped: str | None = None
+    """Why an entry that matched is not active (budget, probability, group); None: active."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"ref": self.ref, "book": self.book, "uid": self.uid, "comment": self.comment, "order": self.order,
+               "reason": self.reason, "content": self.content}
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
+        return out
+
+
+def _clean(text: str) -> str:
+    """RE2 needs UTF-8: a lone surrogate (possible in JSON) becomes U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+class _Texts:
+    """The scanned text per scan depth, plus the recursion buffer in recursion passes."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self.buffer: list[str] = []
+        self._cache: dict[tuple[int, int], tuple[str, str]] = {}
+
+    def get(self, depth: int, recursive: bool) -> tuple[str, str]:
+        size = len(self.buffer) if recursive else 0
+        found = self._cache.get((depth, size))
+        if found is None:
+            parts = [m.text for m in self.messages[max(0, len(self.messages) - depth):]] if depth > 0 else []
+            text = _clean("\n".join(parts + self.buffer[:size]))
+            found = self._cache[(depth, size)] = (text, text.lower())
+        return found
+
+
+def match(entry: Entry, text: str, lowered: str) -> str | None:
+    """Why `entry` matches the text (its reason), or None."""
+    if entry.constant:
+        return "constant"
+    primary = next((k for k in entry.keys if k.found_in(text, lowered)), None)
+    if primary is None:
+        return None
+    if not entry.selective or not entry.secondary:
+        return f"key {primary.text!r}"
+    found = [k.found_in(text, lowered) for k in entry.secondary]
+    ok = {AND_ANY: any(found), NOT_ALL: not all(found), NOT_ANY: not any(found), AND_ALL: all(found)}[entry.logic]
+    return f"key {primary.text!r}, secondary {LOGIC_NAMES[entry.logic]}" if ok else None
+
+
+@dataclass(slots=True)
+class _Hit:
+    book: int
+    entry: Entry
+    reason: str
+
+
+def _group_losers(hits: list[_Hit], active_groups: set[str], seed: str, step: int) -> dict[str, str]:
+    """Inclusion groups: the refs of this pass's contenders that lose, with why."""
+    members: dict[str, list[_Hit]] = {}
+    for hit in hits:
+        for name in hit.entry.groups:
+            members.setdefault(name, []).append(hit)
+    losers: dict[str, str] = {}
+    for name, group in members.items():
+        if name in active_groups:
+            for hit in group:
+                losers.setdefault(hit.entry.ref, f"group {name!r} has an active entry already")
+            continue
+        if len(group) < 2:
+            continue
+        overrides = [h for h in group if h.entry.group_override]
+        if overrides:
+            winner = max(overrides, key=lambda h: h.entry.order)  # the first of the highest order
+            how = "by groupOverride and order"
+        else:
+            total = sum(h.entry.group_weight for h in group)
+            roll = total * unit(seed, "group", name, str(step))
+            winner, running = group[-1], 0.0
+            for hit in group:
+                running += hit.entry.group_weight
+                if roll <= running:
+                    winner = hit
+                    break
+            how = f"by groupWeight (rolled {roll:.1f} of {total:g})"
+        for hit in group:
+            if hit is not winner:
+                losers.setdefault(hit.entry.ref, f"group {name!r}: {winner.entry.ref} won {how}")
+    return losers
+
+
+def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int, *,
+             recursion: int = DEFAULT_RECURSION, budget: int | None = None, seed: str = "") -> list[Activated]:
+    """The activation: the active entries by `order` ascending (then book, place), then the entries
+    that matched but were skipped (`skipped` says why), in the same order."""
+    pool = sorted(((b, e) for b, book in enumerate(books) for e in book.entries if not e.disabled),
+                  key=lambda be: (-be[1].order, be[0], be[1].position))
+    texts = _Texts(messages)
+    accepted: dict[str, _Hit] = {}
+    skipped: dict[str, tuple[_Hit, str]] = {}
+    failed: set[str] = set()
+    active_groups: set[str] = set()
+    levels = sorted({e.delay_level for _, e in pool if e.delay_level})
+    level = levels.pop(0) if levels else 0
+    used, overflowed, step = 0, False, 0
+    while True:
+        hits: list[_Hit] = []
+        for b, entry in pool:
+            ref = entry.ref
+            if ref in accepted or ref in failed:
+                continue
+            if (entry.delay_level > level or entry.exclude_recursion) if step else entry.delay_level:
+                continue
+            reason = match(entry, *texts.get(scan_depth if entry.scan_depth is None else entry.scan_depth, step > 0))
+            if reason is not None:
+                hits.append(_Hit(b, entry, reason + (f", recursion {step}" if step else "")))
+        hits.sort(key=lambda h: not h.entry.constant)  # stable: the priority order within each kind
+        losers = _group_losers(hits, active_groups, seed, step)
+        recursed = False
+        for hit in hits:
+            entry = hit.entry
+            if entry.ref in losers:
+                skipped.setdefault(entry.ref, (hit, losers[entry.ref]))  # the first reason says the most
+                continue
+            if overflowed and not entry.ignore_budget:  # before its roll, as in SillyTavern
+                skipped[entry.ref] = (hit, f"budget: the budget of {budget} overflowed before it ({used} used)")
+                continue
+            if entry.probability < 100:
+                roll = 100 * unit(seed, "probability", entry.ref)
+                if not roll < entry.probability:
+                    failed.add(entry.ref)
+                    skipped[entry.ref] = (hit, f"probability {entry.probability:g}%: rolled {roll:.1f}")
+                    continue
+                hit.reason += f", probability {entry.probability:g}% (rolled {roll:.1f})"
+            cost = estimate_tokens(entry.content)
+            if budget is not None and not entry.ignore_budget and used + cost >= budget:
+                overflowed = True  # SillyTavern's test: reaching the budget is overflowing it
+                skipped[entry.ref] = (hit, f"budget: {used} + {cost} tokens reach the budget of {budget}")
+                continue
+            used += cost
+            accepted[entry.ref] = hit
+            skipped.pop(entry.ref, None)
+            active_groups.update(entry.groups)
+            if not entry.prevent_recursion:  # even without content: another pass, as in SillyTavern
+                recursed = True
+                if entry.content:
+                    texts.buffer.append(entry.content)
+        if step >= recursion or overflowed:
+            break
+        if not recursed:
+            if not levels:
+                break
+            level = levels.pop(0)
+        step += 1
+    return _result(accepted.values(), None) + _result((h for h, _ in skipped.values()),
+                                                       {r: why for r, (_, why) in skipped.items()})
+
+
+def _result(hits: Any, why: dict[str, str] | None) -> list[Activated]:
+    ordered = sorted(hits, key=lambda h: (h.entry.order, h.book, h.entry.position))
+    return [Activated(h.entry.ref, h.entry.book, h.entry.uid, h.entry.comment, h.entry.order, h.reason,
+                      h.entry.content if why is None else "", None if why is None else why[h.entry.ref])
+            for h in ordered]
