@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -26,7 +27,7 @@ from typing import Final
 from tooldeck.conversation import bitset
 
 MAGIC: Final = b"TDCI1\n"
-_HEAD = struct.Struct("<6sIII")  # magic, messages, tokens, blob bytes
+_HEAD = struct.Struct("<6sIIII")  # magic, messages, tokens, blob bytes, CRC-32 of what follows
 
 
 class IndexDecodeError(ValueError):
@@ -92,18 +93,22 @@ class TokenIndex:
         if sys.byteorder == "big":
             offsets.byteswap()
             flat.byteswap()
-        return b"".join((_HEAD.pack(MAGIC, self.n, len(self.tokens), len(blob)), blob, offsets.tobytes(),
-                         flat.tobytes()))
+        body = b"".join((blob, offsets.tobytes(), flat.tobytes()))
+        return _HEAD.pack(MAGIC, self.n, len(self.tokens), len(blob), zlib.crc32(body)) + body
 
     @classmethod
-    def decode(cls, data: bytes, n: int) -> TokenIndex:
+    def decode(cls, data: object, n: int) -> TokenIndex:
         """The index `encode` wrote for a chat of `n` messages; IndexDecodeError when it is not one."""
+        if not isinstance(data, bytes):
+            raise IndexDecodeError(f"a {type(data).__name__}, not bytes")
         if len(data) < _HEAD.size:
             raise IndexDecodeError("shorter than its header")
-        magic, count, ntokens, nblob = _HEAD.unpack_from(data)
+        magic, count, ntokens, nblob, crc = _HEAD.unpack_from(data)
         if magic != MAGIC or count != n:
             raise IndexDecodeError(f"written for {count} messages by format {magic!r}, not {n} by {MAGIC!r}")
         at = _HEAD.size
+        if zlib.crc32(memoryview(data)[at:]) != crc:
+            raise IndexDecodeError("its checksum does not match (damaged)")
         try:
             blob = data[at:at + nblob].decode("utf-8")
         except UnicodeDecodeError as exc:
