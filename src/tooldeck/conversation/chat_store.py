@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from itertools import starmap
 from pathlib import Path
 from typing import Final
 
@@ -107,7 +108,7 @@ class ChatStore:
                 return None
             rows = conn.execute("SELECT idx, role, text, name, sent FROM chat_messages WHERE chat_id = ? "
                                 "ORDER BY idx", (chat_id,)).fetchall()
-        return Chat(chat_id, tuple(Message(*r) for r in rows), head[0], ("imported", head[1], len(rows)),
+        return Chat(chat_id, tuple(starmap(Message, rows)), head[0], ("imported", head[1], len(rows)),
                     stored_index=lambda: self.load_index(chat_id, head[1], len(rows)))
 
     def load_index(self, chat_id: str, revision: int, n: int) -> TokenIndex | None:

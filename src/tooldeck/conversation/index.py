@@ -21,7 +21,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from typing import Final
 
 from tooldeck.conversation import bitset
@@ -125,7 +125,10 @@ class TokenIndex:
         if sys.byteorder == "big":
             offsets.byteswap()
             flat.byteswap()
-        if offsets[0] != 0 or offsets[-1] != len(flat) or any(map(int.__gt__, offsets, offsets[1:])) \
-                or (flat and (min(flat) < 0 or max(flat) >= n)):
-            raise IndexDecodeError("its postings are out of order or out of range")
+        if offsets[0] != 0 or offsets[-1] != len(flat) or any(map(int.__ge__, offsets, offsets[1:])):
+            raise IndexDecodeError("its postings do not add up")
+        # Each token's postings ascend (as encoded; the checksum holds them): its first and last bound the rest.
+        if flat and (min(map(flat.__getitem__, offsets[:-1])) < 0
+                     or max(map(flat.__getitem__, map(int.__sub__, offsets[1:], repeat(1)))) >= n):
+            raise IndexDecodeError("its postings are out of range")
         return cls(n, tokens, blob, array("q", offsets), flat)
