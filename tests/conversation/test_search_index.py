@@ -58,6 +58,18 @@ def test_search_equals_a_naive_scan_on_every_path(rows: list[tuple[str, str]], w
     texts (SCAN_COST 0 reads them always, 10**9 never)."""
     chat = Chat("c", tuple(Message(i, r, t) for i, (r, t) in enumerate(rows)))  # type: ignore[arg-type]
     chat.index().frequent = frequent
+    for _ in range(data.draw(st.integers(0, 2))):  # pieces of the texts' tokens: terms and phrases that occur
+        tokens = data.draw(st.sampled_from(rows))[1].lower().split()
+        if not tokens:
+            continue
+        j = data.draw(st.integers(0, len(tokens) - 1))
+        first = tokens[j][data.draw(st.integers(0, len(tokens[j]) - 1)):]  # a suffix of a token
+        middle = tokens[j + 1:j + 1 + data.draw(st.integers(0, 2))]
+        rest = tokens[j + 1 + len(middle):]
+        last = [rest[0][:data.draw(st.integers(1, len(rest[0])))]] if rest and data.draw(st.booleans()) else []
+        piece = " ".join([first, *middle, *last])
+        if '"' not in piece:
+            (avoid if data.draw(st.booleans()) and avoid else want).append(piece)
     q = parse_query(" ".join(f'"{w}"' for w in want) + "".join(f' -"{w}"' for w in avoid))
     lo = data.draw(st.integers(0, len(rows) - 1))
     hi = data.draw(st.integers(lo, len(rows) - 1))
@@ -80,6 +92,17 @@ def test_case_folding_examples() -> None:
         found = search(chat, q, 0, len(rows) - 1, None, 10)
         assert ([(h.score, h.index) for h in found.hits], found.matched) == naive(rows, q, 0, len(rows) - 1, None, 10)
     assert [(h.index, h.score) for h in search(chat, parse_query("ab"), 0, 3, None, 5).hits] == [(2, 5)]
+
+
+def test_a_phrase_spans_the_end_of_a_token_whole_tokens_and_the_start_of_one() -> None:
+    rows = [("user", "xab b"), ("user", "xab bcd"), ("user", "ab b"), ("user", "zab mid endz"), ("user", "zab mi endz"),
+            ("user", "zab xmid endz"), ("user", "ab  b"), ("user", "xab\tb")]
+    chat = Chat("c", tuple(Message(i, r, t) for i, (r, t) in enumerate(rows)))  # type: ignore[arg-type]
+    for text in ('"ab b"', '"ab bc"', '"b mid e"', '"ab mid end"', '"ab mi"', '"ab b" -"xab"', '"ab" -"ab b"'):
+        q = parse_query(text)
+        found = search(chat, q, 0, len(rows) - 1, None, 10)
+        assert ([(h.score, h.index) for h in found.hits], found.matched) == naive(rows, q, 0, len(rows) - 1, None, 10)
+    assert search(chat, parse_query('"ab b"'), 0, len(rows) - 1, None, 10).matched == 3
 
 
 _ids = st.lists(st.integers(0, 1999), max_size=400)
