@@ -1,11 +1,15 @@
 """The data of a conversation: `Message` (one floor of a chat) and `Chat` (a chat's messages in order,
-with the lowered text index that `search.py` scans), and the conversation tools' error codes."""
+with the lowered texts and the token index that `search.py` uses), and the conversation tools' error
+codes."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
+
+from tooldeck.conversation import bitset
+from tooldeck.conversation.index import TokenIndex
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: Final = ("user", "assistant", "system", "tool")
@@ -54,41 +58,43 @@ class Chat:
     revision: object = None
     input_count: int | None = None
     """For an agent run's own chat: the messages its latest session started with (the task included)."""
+    stored_index: Callable[[], TokenIndex | None] | None = field(default=None, repr=False, compare=False)
+    """Where the chat's token index was kept (chat_store.py), if anywhere: called once, on the first search;
+    None (or an index of another length) → it is built from the texts."""
     _lowered: list[str] | None = field(default=None, repr=False)
-    _postings: dict[str, list[int]] | None = field(default=None, repr=False)
-    _vocabulary: tuple[str, list[int], list[str]] | None = field(default=None, repr=False)
+    _index: TokenIndex | None = field(default=None, repr=False)
+    _roles: dict[str, int] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.messages)
 
     def lowered(self, i: int) -> str:
-        return self.lowered_texts()[i]
+        return self._lowered[i] if self._lowered is not None else self.messages[i].text.lower()
 
     def lowered_texts(self) -> list[str]:
         if self._lowered is None:
             self._lowered = [m.text.lower() for m in self.messages]
         return self._lowered
 
-    def postings(self) -> dict[str, list[int]]:
-        """Each whitespace-separated lowered token → the index of the message of each of its occurrences,
-        ascending (a message holding the token twice is listed twice). Built once per Chat; a term
-        without whitespace can only occur inside one token."""
-        if self._postings is None:
-            index: defaultdict[str, list[int]] = defaultdict(list)
-            for i, text in enumerate(self.lowered_texts()):
-                for token in text.split():
-                    index[token].append(i)
-            self._postings = dict(index)
-        return self._postings
+    def lowered_of(self, ids: Sequence[int]) -> list[str]:
+        """The lowered texts of messages `ids`: every text a search reads comes through here."""
+        if self._lowered is None and len(ids) * 8 < len(self.messages):
+            return [self.messages[i].text.lower() for i in ids]
+        lowered = self.lowered_texts()
+        return [lowered[i] for i in ids]
 
-    def vocabulary(self) -> tuple[str, list[int], list[str]]:
-        """The index's tokens joined by newlines (no token holds whitespace, so no term found in it spans
-        two), where each starts, and the tokens in that order."""
-        if self._vocabulary is None:
-            tokens = list(self.postings())
-            starts, pos = [], 0
-            for token in tokens:
-                starts.append(pos)
-                pos += len(token) + 1
-            self._vocabulary = ("\n".join(tokens), starts, tokens)
-        return self._vocabulary
+    def index(self) -> TokenIndex:
+        """The token index (index.py): loaded from where it was kept, else built once per Chat."""
+        if self._index is None:
+            found = self.stored_index() if self.stored_index is not None else None
+            self._index = found if found is not None and found.n == len(self.messages) \
+                else TokenIndex.build(self.lowered_texts())
+        return self._index
+
+    def role_set(self, role: str) -> int:
+        """The messages of `role` as a `bitset`."""
+        found = self._roles.get(role)
+        if found is None:
+            found = self._roles[role] = bitset.from_ids([i for i, m in enumerate(self.messages) if m.role == role],
+                                                        len(self.messages))
+        return found

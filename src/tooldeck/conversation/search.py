@@ -1,11 +1,13 @@
 """Search one chat's messages `lo..hi` (inclusive) for a parsed query.
 
-A term without whitespace can only occur inside one whitespace-separated token of a message, so the
-chat's token index (`Chat.postings`, built once per chat) gives every message that may hold it: the
-union of the postings of the tokens that contain the term. A phrase's candidates are the intersection
-over its words. Only the candidates' texts are then checked (`in`, `str.count`), so a search costs
-a scan of the chat's vocabulary plus work per candidate, not a scan of every message. Matching is
-exactly case-insensitive substring containment (the index only narrows; the texts decide).
+Every set of messages here is a `bitset` int. A term without whitespace can only occur inside one
+whitespace-separated token of a message, so the chat's token index (index.py) gives exactly the
+messages that hold it and how often, without reading a text: its capped count per message is the
+saturating sum of the levels of the tokens that hold it. The query's members are the window ∩ the
+role's messages ∩ each such term's messages, minus each excluded such term's; the score planes are
+the terms' counts added bit-sliced. Only a term with whitespace (a phrase) reads texts: those of the
+members that hold each of its words (`Chat.lowered_of`), where `in` and `str.count` decide. Matching
+is exactly case-insensitive substring containment.
 
 Score = occurrences of each required term in the message (each counted at most `TERM_CAP` times);
 ties go to the newer message.
@@ -13,18 +15,16 @@ ties go to the newer message.
 
 from __future__ import annotations
 
-import heapq
-from bisect import bisect_left, bisect_right
-from collections import Counter
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
-from operator import add
+from itertools import compress, repeat
 from typing import Final
 
+from tooldeck.conversation import bitset
+from tooldeck.conversation.index import TokenIndex
 from tooldeck.conversation.model import Chat
 from tooldeck.conversation.query import Query
 
-TERM_CAP: Final = 5
+TERM_CAP: Final = bitset.LEVELS
 SNIPPET_BEFORE: Final = 80
 SNIPPET_AFTER: Final = 160
 
@@ -54,103 +54,108 @@ def snippet(text: str, lowered: str, term: str) -> str:
     return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
 
 
-def _token_lists(chat: Chat, word: str) -> list[tuple[str, list[int]]]:
-    """(token, postings) of every token of the chat's vocabulary that holds `word`."""
-    postings = chat.postings()
-    blob, starts, tokens = chat.vocabulary()
-    out = []
-    pos = blob.find(word)
-    while pos >= 0:  # one find per token that holds the word, then on from the next token
-        k = bisect_right(starts, pos) - 1
-        out.append((tokens[k], postings[tokens[k]]))
-        pos = blob.find(word, starts[k + 1]) if k + 1 < len(starts) else -1
-    return out
+SCAN_COST: Final = 4
+"""What reading one message's text costs, in postings handled (the kept sets of a frequent token cost n/100
+a search): a term whose tokens would cost more than reading the texts of the current members (a term held
+by most of the vocabulary, such as one letter) reads the texts instead."""
 
 
-def candidates(chat: Chat, terms: tuple[str, ...]) -> set[int]:
-    """The messages that may hold every term (a superset of those that do): those holding a token that
-    holds the longest word of the rarest term (the one whose tokens have the fewest postings)."""
-    best: list[list[int]] | None = None
-    for term in terms:
-        word = max(term.split(), key=len)
-        lists = [ids for _token, ids in _token_lists(chat, word)]
-        if best is None or sum(map(len, lists)) < sum(map(len, best)):
-            best = lists
-    return set(chain.from_iterable(best or ()))
-
-
-def _window(ids: list[int], lo: int, hi: int) -> list[int]:
-    return ids[bisect_left(ids, lo):bisect_right(ids, hi)]
-
-
-def _one_word(chat: Chat, word: str, lo: int, hi: int, limit: int) -> tuple[list[tuple[int, int]], int]:
-    """The fast path of a one-word query without filters: the term's count in each message comes from
-    the postings alone (occurrences of the message in the postings of each token that holds the word,
-    times the word's count in that token), so no message text is read. (top hits, matched)."""
-    whole = lo == 0 and hi == len(chat) - 1
-    lists: list[list[int]] = []
-    for token, ids in _token_lists(chat, word):
-        ids = ids if whole else _window(ids, lo, hi)
-        lists.extend(repeat(ids, token.count(word)))
-    counts = Counter(chain.from_iterable(lists))
-    if not counts:
-        return [], 0
-    per_score = Counter(map(min, counts.values(), repeat(TERM_CAP)))  # score → how many messages have it
-    wanted: dict[int, int] = {}
-    left = limit
-    for score in sorted(per_score, reverse=True):
-        wanted[score] = min(left, per_score[score])
-        left -= wanted[score]
-        if not left:
-            break
-    picked: dict[int, list[int]] = {score: [] for score in wanted}
-    remaining = sum(wanted.values())
-    last = -1
-    for i in heapq.merge(*(reversed(ids) for ids in lists), reverse=True):  # newest first, until each is full
-        if i == last:
+def _levels(chat: Chat, index: TokenIndex, term: str, members: int, lo: int, hi: int, *,
+            counted: bool, position: str = "") -> list[int]:
+    """Levels of `term`'s capped count per message (only level 1, the messages holding it, unless
+    `counted`), exact within `members` (a frequent token's sets cover the whole chat). `position`
+    keeps only the tokens a phrase's word can be: `end` (its first word), `whole`, `start` (its last)."""
+    budget = SCAN_COST * members.bit_count()
+    cost = 0
+    picked = []
+    tokens = index.tokens
+    for k, weight in index.holding(term):
+        if position and not (tokens[k].endswith(term) if position == "end" else tokens[k].startswith(term)
+                             if position == "start" else tokens[k] == term):
             continue
-        last = i
-        score = min(counts[i], TERM_CAP)
-        if score in wanted and len(picked[score]) < wanted[score]:
-            picked[score].append(i)
-            remaining -= 1
-            if not remaining:
-                break
-    top = [(score, i) for score in sorted(picked, reverse=True) for i in picked[score]]
-    return top, len(counts)
+        size = index.size(k)
+        frequent = size >= index.frequent
+        cost += index.n // 100 if frequent else size * (2 if counted else 1)  # a frequent token's sets are kept
+        if cost > budget:
+            return _read_levels(chat, term, members, counted)
+        picked.append((k, weight, frequent))
+    total = [0] * TERM_CAP
+    rare: list[int] = []
+    for k, weight, frequent in picked:
+        if frequent:
+            own = index.levels(k)
+            if counted:
+                total = bitset.saturating_add(total, bitset.scaled(own, weight))
+            else:
+                total[0] |= own[0]
+        else:
+            ids = index.ids(k, lo, hi)
+            for _ in range(min(weight, TERM_CAP) if counted else 1):
+                rare.extend(ids)
+    if rare:
+        if counted:
+            rare.sort()
+        mine = bitset.levels(rare, index.n) if counted else [bitset.from_ids(rare, index.n)] + [0] * (TERM_CAP - 1)
+        total = bitset.saturating_add(total, mine) if any(total) else mine
+    return total
 
 
-def _filtered(chat: Chat, query: Query, lo: int, hi: int, role: str | None,
-              limit: int) -> tuple[list[tuple[int, int]], int]:
-    """Any other query: the candidates' texts decide, one list pass per filter and per term."""
-    cand = sorted(candidates(chat, query.required))
-    if lo > 0 or hi < len(chat) - 1:
-        cand = cand[bisect_left(cand, lo):bisect_right(cand, hi)]
-    if role is not None:
-        messages = chat.messages
-        cand = [i for i in cand if messages[i].role == role]
-    lowered = chat.lowered_texts()
-    texts = [lowered[i] for i in cand]
-    for term in query.required:
-        keep = [term in text for text in texts]
-        cand, texts = list(compress(cand, keep)), list(compress(texts, keep))
-    for term in query.excluded:
-        keep = [term not in text for text in texts]
-        cand, texts = list(compress(cand, keep)), list(compress(texts, keep))
-    scores: list[int] = [0] * len(cand)
-    for term in query.required:
-        scores = list(map(add, scores, map(min, map(str.count, texts, repeat(term)), repeat(TERM_CAP))))
-    return heapq.nlargest(limit, zip(scores, cand, strict=True)), len(cand)
+def _read(chat: Chat, term: str, members: int) -> tuple[list[int], list[int]]:
+    """(members whose text holds `term`, their capped counts of it), reading those members' texts."""
+    ids = bitset.to_ids(members)
+    counts = list(map(str.count, chat.lowered_of(ids), repeat(term)))
+    return list(compress(ids, counts)), [min(c, TERM_CAP) for c in compress(counts, counts)]
+
+
+def _read_levels(chat: Chat, term: str, members: int, counted: bool) -> list[int]:
+    ids, counts = _read(chat, term, members)
+    n = len(chat)
+    if not counted:
+        return [bitset.from_ids(ids, n)] + [0] * (TERM_CAP - 1)
+    return bitset.counted_levels(ids, counts, n)
+
+
+def _with_words(chat: Chat, index: TokenIndex, phrase: str, members: int, lo: int, hi: int) -> int:
+    """The members that may hold a phrase: those holding its first word at the end of a token, its
+    middle words as whole tokens and its last word at the start of a token."""
+    words = phrase.split()
+    for at, word in sorted(enumerate(words), key=lambda p: len(p[1]), reverse=True):
+        if not members:
+            break
+        position = "end" if at == 0 else "start" if at == len(words) - 1 else "whole"
+        members &= _levels(chat, index, word, members, lo, hi, counted=False, position=position)[0]
+    return members
 
 
 def search(chat: Chat, query: Query, lo: int, hi: int, role: str | None, limit: int) -> Found:
     if hi < lo:
         return Found([], 0)
-    required, excluded = query.required, query.excluded
-    lowered = chat.lowered_texts()
-    if len(required) == 1 and " " not in required[0] and role is None and not excluded:
-        top, matched = _one_word(chat, required[0], lo, hi, limit)
-    else:
-        top, matched = _filtered(chat, query, lo, hi, role, limit)
-    hits = [Hit(i, score, snippet(chat.messages[i].text, lowered[i], required[0])) for score, i in top]
-    return Found(hits, matched)
+    index = chat.index()
+    n = index.n
+    members = bitset.window(lo, hi)
+    if role is not None:
+        members &= chat.role_set(role)
+    phrases = [t for t in query.required if " " in t]
+    score: list[int] = []
+    for term in query.required:
+        if " " not in term and members:
+            counts = _levels(chat, index, term, members, lo, hi, counted=True)
+            members &= counts[0]
+            score = bitset.add_planes(score, bitset.planes(counts))
+    for term in query.excluded:
+        if " " not in term and members:
+            members &= ~_levels(chat, index, term, members, lo, hi, counted=False)[0]
+    for term in phrases:
+        if members:
+            counts = _read_levels(chat, term, _with_words(chat, index, term, members, lo, hi), True)
+            members &= counts[0]
+            score = bitset.add_planes(score, bitset.planes(counts))
+    for term in query.excluded:
+        if " " in term and members:
+            ids, _counts = _read(chat, term, _with_words(chat, index, term, members, lo, hi))
+            members &= ~bitset.from_ids(ids, n)
+    top = bitset.top(score, members, limit)
+    lowered = chat.lowered_of([i for _score, i in top])
+    hits = [Hit(i, s, snippet(chat.messages[i].text, text, query.required[0]))
+            for (s, i), text in zip(top, lowered, strict=True)]
+    return Found(hits, members.bit_count())
