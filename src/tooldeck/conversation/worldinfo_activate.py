@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tooldeck.conversation.model import Message
-from tooldeck.conversation.worldinfo_parse import AND_ALL, AND_ANY, LOGIC_NAMES, NOT_ALL, NOT_ANY, Book, Entry
+from tooldeck.conversation.worldinfo_parse import AND_ALL, AND_ANY, LOGIC_NAMES, NOT_ALL, NOT_ANY, Book, Entry, Key
+from tooldeck.conversation.worldinfo_scan import Scanned, Texts, clean
 from tooldeck.conversation.worldinfo_settings import DEFAULT_RECURSION
 
 CHARS_PER_TOKEN: Final = 4
@@ -69,45 +70,49 @@ class Activated:
         return out
 
 
-def _clean(text: str) -> str:
-    """RE2 needs UTF-8: a lone surrogate (possible in JSON) becomes U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
-class _Texts:
-    """The scanned text per scan depth, plus the recursion buffer in recursion passes."""
-
-    def __init__(self, messages: Sequence[Message]) -> None:
-        self.messages = messages
-        self.buffer: list[str] = []
-        self._cache: dict[tuple[int, int], tuple[str, str]] = {}
-
-    def get(self, depth: int, recursive: bool) -> tuple[str, str]:
-        size = len(self.buffer) if recursive else 0
-        found = self._cache.get((depth, size))
-        if found is None:
-            parts = [m.text for m in self.messages[max(0, len(self.messages) - depth):]] if depth > 0 else []
-            text = _clean("\n".join(parts + self.buffer[:size]))
-            found = self._cache[(depth, size)] = (text, text.lower())
-        return found
-
-
-def match(entry: Entry, text: str, lowered: str) -> str | None:
+def match(entry: Entry, text: Scanned) -> str | None:
     """Why `entry` matches the text (its reason), or None."""
     if entry.constant:
         return "constant"
-    primary = next((k for k in entry.keys if k.found_in(text, lowered)), None)
-    if primary is None:
-        return None
+    primary = next((k for k in entry.keys if k.found_in(text)), None)
+    return None if primary is None else _secondary(entry, primary, text)
+
+
+def _secondary(entry: Entry, primary: Key, text: Scanned) -> str | None:
+    """The reason of an entry whose `primary` key occurs in `text`, or None if `selectiveLogic` says no."""
     if not entry.selective or not entry.secondary:
         return f"key {primary.text!r}"
-    found = [k.found_in(text, lowered) for k in entry.secondary]
+    found = [k.found_in(text) for k in entry.secondary]
     ok = {AND_ANY: any(found), NOT_ALL: not all(found), NOT_ANY: not any(found), AND_ALL: all(found)}[entry.logic]
     return f"key {primary.text!r}, secondary {LOGIC_NAMES[entry.logic]}" if ok else None
+
+
+class _Matcher:
+    """`match` over a pass's window (depth, buffer size), with the recursion fast path: an entry none
+    of whose primary keys occurred in an earlier window (`_unmatched`) can only match now through a
+    primary key in the parts added since, so only those are searched, and the first key found there
+    is the first found in the whole window; the secondary keys (NOT logic included) are then read
+    in the whole window. An entry whose primary key did occur is matched against the whole window."""
+
+    def __init__(self, texts: Texts, incremental: bool) -> None:
+        self.texts = texts
+        self.incremental = incremental
+        self._unmatched: dict[str, tuple[int, int]] = {}
+
+    def __call__(self, entry: Entry, window: tuple[int, int]) -> str | None:
+        if entry.constant:
+            return "constant"
+        seen = self._unmatched.get(entry.ref) if self.incremental else None
+        if seen is not None and seen[0] <= window[0] and seen[1] <= window[1]:
+            text = self.texts.added(seen, window)
+        else:
+            text = self.texts.get(*window)
+        primary = next((k for k in entry.keys if k.found_in(text)), None)
+        if primary is None:
+            self._unmatched[entry.ref] = window
+            return None
+        self._unmatched.pop(entry.ref, None)
+        return _secondary(entry, primary, self.texts.get(*window))
 
 
 @dataclass(slots=True)
@@ -152,12 +157,15 @@ def _group_losers(hits: list[_Hit], active_groups: set[str], seed: str, step: in
 
 
 def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int, *,
-             recursion: int = DEFAULT_RECURSION, budget: int | None = None, seed: str = "") -> list[Activated]:
+             recursion: int = DEFAULT_RECURSION, budget: int | None = None, seed: str = "",
+             incremental: bool = True) -> list[Activated]:
     """The activation: the active entries by `order` ascending (then book, place), then the entries
-    that matched but were skipped (`skipped` says why), in the same order."""
+    that matched but were skipped (`skipped` says why), in the same order. `incremental=False` turns
+    the recursion fast path off (every pass matches every entry against its whole window), for tests."""
     pool = sorted(((b, e) for b, book in enumerate(books) for e in book.entries if not e.disabled),
                   key=lambda be: (-be[1].order, be[0], be[1].position))
-    texts = _Texts(messages)
+    texts = Texts(messages)
+    matcher = _Matcher(texts, incremental)
     accepted: dict[str, _Hit] = {}
     skipped: dict[str, tuple[_Hit, str]] = {}
     failed: set[str] = set()
@@ -173,7 +181,8 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
                 continue
             if (entry.delay_level > level or entry.exclude_recursion) if step else entry.delay_level:
                 continue
-            reason = match(entry, *texts.get(scan_depth if entry.scan_depth is None else entry.scan_depth, step > 0))
+            depth = scan_depth if entry.scan_depth is None else entry.scan_depth
+            reason = matcher(entry, (depth, len(texts.buffer) if step else 0))
             if reason is not None:
                 hits.append(_Hit(b, entry, reason + (f", recursion {step}" if step else "")))
         hits.sort(key=lambda h: not h.entry.constant)  # stable: the priority order within each kind
@@ -206,7 +215,7 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
             if not entry.prevent_recursion:  # even without content: another pass, as in SillyTavern
                 recursed = True
                 if entry.content:
-                    texts.buffer.append(entry.content)
+                    texts.buffer.append(clean(entry.content))
         if step >= recursion or overflowed:
             break
         if not recursed:
