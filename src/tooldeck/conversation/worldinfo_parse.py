@@ -2,7 +2,7 @@
 
 A book is `{"entries": {"<uid>": entry, …}}` (or `entries` as a list). Every entry field SillyTavern's
 activation uses is mapped (the table on the docs page); other fields (`position`, `depth`, `role`,
-`sticky`, `cooldown`, `automationId`, …) are ignored. A bad value of a mapped field is
+`automationId`, …) are ignored. A bad value of a mapped field is
 `worldinfo.book_invalid` naming the book, the entry and the field; nothing is half-loaded.
 """
 
@@ -26,6 +26,7 @@ LOGIC_NAMES: Final = {AND_ANY: "AND_ANY", NOT_ALL: "NOT_ALL", NOT_ANY: "NOT_ANY"
 DEFAULT_ORDER: Final = 100
 DEFAULT_WEIGHT: Final = 100
 MAX_DELAY_LEVEL: Final = 1000
+MAX_MESSAGES: Final = 1_000_000
 
 
 def _options(case_sensitive: bool) -> Any:
@@ -104,6 +105,11 @@ class Entry:
     delay_level: int = 0
     """`delayUntilRecursion`: 0 = off; n ≥ 1 = activated only by recursion, from delay level n on."""
     ignore_budget: bool = False
+    sticky: int = 0
+    """Timed effects, in messages (0: off): stays active, cannot activate again, cannot activate
+    before the chat has this many messages (worldinfo_timed.py)."""
+    cooldown: int = 0
+    delay: int = 0
 
     @property
     def ref(self) -> str:
@@ -207,6 +213,15 @@ def _delay_level(value: Any, where: str) -> int:
     return level
 
 
+def _messages(value: Any, where: str) -> int:
+    """A timed effect's length in messages: an integer from 0 (off) to MAX_MESSAGES; null is 0."""
+    count = _int(value, 0, where) or 0
+    if not 0 <= count <= MAX_MESSAGES:
+        raise TooldeckError(WI_BOOK_INVALID, f"{where} must be a number of messages from 0 to {MAX_MESSAGES}, "
+                                             f"not {value!r}")
+    return count
+
+
 def _groups(value: Any, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -257,6 +272,9 @@ def parse_entry(book: str, key: str, position: int, raw: Any) -> Entry:
         prevent_recursion=_bool(raw, "preventRecursion", False, where),
         delay_level=_delay_level(raw.get("delayUntilRecursion"), f"{where}.delayUntilRecursion"),
         ignore_budget=_bool(raw, "ignoreBudget", False, where),
+        sticky=_messages(raw.get("sticky"), f"{where}.sticky"),
+        cooldown=_messages(raw.get("cooldown"), f"{where}.cooldown"),
+        delay=_messages(raw.get("delay"), f"{where}.delay"),
     )
 
 
