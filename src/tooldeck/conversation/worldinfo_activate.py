@@ -83,37 +83,60 @@ def _secondary(entry: Entry, primary: Key, text: Scanned) -> str | None:
     """The reason of an entry whose `primary` key occurs in `text`, or None if `selectiveLogic` says no."""
     if not entry.selective or not entry.secondary:
         return f"key {primary.text!r}"
-    found = [k.found_in(text) for k in entry.secondary]
+    return _logic(entry, primary, [k.found_in(text) for k in entry.secondary])
+
+
+def _logic(entry: Entry, primary: Key, found: Sequence[bool]) -> str | None:
     ok = {AND_ANY: any(found), NOT_ALL: not all(found), NOT_ANY: not any(found), AND_ALL: all(found)}[entry.logic]
     return f"key {primary.text!r}, secondary {LOGIC_NAMES[entry.logic]}" if ok else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """What an entry's keys found in a window (depth, buffer size)."""
+
+    window: tuple[int, int]
+    primary: int | None
+    """The index of its first primary key found there; None: none."""
+    secondary: tuple[bool, ...] | None
+    """Which secondary keys were found there; None: not looked for."""
+
+
 class _Matcher:
-    """`match` over a pass's window (depth, buffer size), with the recursion fast path: an entry none
-    of whose primary keys occurred in an earlier window (`_unmatched`) can only match now through a
-    primary key in the parts added since, so only those are searched, and the first key found there
-    is the first found in the whole window; the secondary keys (NOT logic included) are then read
-    in the whole window. An entry whose primary key did occur is matched against the whole window."""
+    """`match` over a pass's window (depth, buffer size), with the recursion fast path. A window only
+    grows from pass to pass (more of the recursion buffer), so what an entry's keys found in an
+    earlier window they still find: only the parts added since are searched, for the primary keys
+    before the first one found (the first found in the whole window is the reason's) and for the
+    secondary keys not found yet; NOT logic then reads the flags of the whole window. A window that
+    is not a superset (a min-activations pass reads no buffer) is searched whole."""
 
     def __init__(self, texts: Texts, incremental: bool) -> None:
         self.texts = texts
         self.incremental = incremental
-        self._unmatched: dict[str, tuple[int, int]] = {}
+        self._seen: dict[str, _Seen] = {}
 
     def __call__(self, entry: Entry, window: tuple[int, int]) -> str | None:
         if entry.constant:
             return "constant"
-        seen = self._unmatched.get(entry.ref) if self.incremental else None
-        if seen is not None and seen[0] <= window[0] and seen[1] <= window[1]:
-            text = self.texts.added(seen, window)
+        keys = entry.keys
+        full = self.texts.get(*window)
+        was = self._seen.get(entry.ref) if self.incremental else None
+        if was is not None and was.window[0] <= window[0] and was.window[1] <= window[1]:
+            text = self.texts.added(was.window, window)
+            before = len(keys) if was.primary is None else was.primary
+            primary = next((i for i in range(before) if keys[i].found_in(text)), was.primary)
         else:
-            text = self.texts.get(*window)
-        primary = next((k for k in entry.keys if k.found_in(text)), None)
-        if primary is None:
-            self._unmatched[entry.ref] = window
-            return None
-        self._unmatched.pop(entry.ref, None)
-        return _secondary(entry, primary, self.texts.get(*window))
+            was, text = None, full
+            primary = next((i for i, k in enumerate(keys) if k.found_in(full)), None)
+        if primary is None or not entry.selective or not entry.secondary:
+            self._seen[entry.ref] = _Seen(window, primary, None)
+            return None if primary is None else f"key {keys[primary].text!r}"
+        if was is not None and was.secondary is not None:
+            found = tuple(f or k.found_in(text) for f, k in zip(was.secondary, entry.secondary, strict=True))
+        else:
+            found = tuple(k.found_in(full) for k in entry.secondary)
+        self._seen[entry.ref] = _Seen(window, primary, found)
+        return _logic(entry, keys[primary], found)
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -111,9 +111,11 @@ class Entry:
     cooldown: int = 0
     delay: int = 0
 
-    @property
-    def ref(self) -> str:
-        return f"worldinfo:{self.book}#{self.uid}"
+    ref: str = field(init=False, repr=False, compare=False)
+    """`worldinfo:<book>#<uid>` (computed once: the activation looks it up per entry and pass)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ref", f"worldinfo:{self.book}#{self.uid}")
 
 
 @dataclass(frozen=True, slots=True)
