@@ -105,21 +105,29 @@ ENTRY = st.fixed_dictionaries({"key": st.lists(WORDS, min_size=1, max_size=2)}, 
     "scanDepth": st.integers(0, 3), "matchWholeWords": st.booleans(), "caseSensitive": st.booleans(),
 })
 FAST_PATH: list[int] = []
+DEEPER: list[int] = []
 
 
 @settings(derandomize=True, max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(entries=st.lists(ENTRY, max_size=10), chat=st.lists(st.lists(WORDS, max_size=4).map(" ".join), max_size=4),
-       depth=st.integers(0, 3), recursion=st.integers(0, 5), budget=st.one_of(st.none(), st.integers(1, 30)))
+       depth=st.integers(0, 3), recursion=st.integers(0, 5), budget=st.one_of(st.none(), st.integers(1, 30)),
+       least=st.sampled_from([0, 0, 2, 5]), deepest=st.integers(0, 4))
 def test_the_recursion_fast_path_activates_as_a_full_rescan(entries: list[dict[str, Any]], chat: list[str],
-                                                            depth: int, recursion: int, budget: int | None) -> None:
+                                                            depth: int, recursion: int, budget: int | None,
+                                                            least: int, deepest: int) -> None:
     book = parse_book("lore", {"entries": entries})
     messages = msgs(*chat)
-    fast = activate([book], messages, depth, recursion=recursion, budget=budget, seed="s")
-    assert fast == activate([book], messages, depth, recursion=recursion, budget=budget, seed="s", incremental=False)
+    options: dict[str, Any] = {"recursion": recursion, "budget": budget, "seed": "s", "min_activations": least,
+                               "min_depth_max": deepest}
+    fast = activate([book], messages, depth, **options)
+    assert fast == activate([book], messages, depth, **options, incremental=False)
     FAST_PATH.append(sum(1 for a in fast if ", recursion" in a.reason))
+    DEEPER.append(sum(1 for a in fast if ", min activations" in a.reason))
 
 
 def test_the_fast_path_test_reached_recursion() -> None:
     FAST_PATH.clear()
+    DEEPER.clear()
     test_the_recursion_fast_path_activates_as_a_full_rescan()
     assert sum(1 for n in FAST_PATH if n >= 2) >= 20, sorted(FAST_PATH)[-10:]
+    assert sum(1 for n in DEEPER if n >= 1) >= 10, sorted(DEEPER)[-10:]  # min-activations passes too
