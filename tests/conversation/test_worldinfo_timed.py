@@ -5,6 +5,7 @@ in the records, per chat)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -248,3 +249,29 @@ def test_the_timed_hypothesis_test_reached_sticky_entries() -> None:
     TIMED.clear()
     test_timed_effects_hold_turn_after_turn()
     assert len(TIMED) >= 20
+
+
+def timed_events(home: Path) -> list[tuple[str, dict[str, Any]]]:
+    with sqlite3.connect(home / "records.sqlite") as conn:
+        rows = conn.execute("SELECT run_id, data FROM events WHERE kind = 'worldinfo_timed' ORDER BY seq").fetchall()
+    return [(run_id, json.loads(data)) for run_id, data in rows]
+
+
+def test_the_effects_are_recorded_per_chat_and_only_when_they_change(chat_runtime: Any, home: Path) -> None:
+    import_chat(home, "c", ["nothing here"])
+    in_process(chat_runtime, "r1")
+    assert timed_events(home) == []  # nothing set: nothing written
+    import_chat(home, "c", ["nothing here", "a dragon"], replace=True)
+    in_process(chat_runtime, "r2")
+    [(owner, event)] = timed_events(home)
+    assert owner == "worldinfo-chat:c" and event == {
+        "count": 2, "run": "r2", "state": {"sticky": {"worldinfo:lore#0": [2, 4, False]}, "cooldown": {}}}
+
+
+def test_a_delay_holds_with_no_chat(chat_runtime: Any, home: Path) -> None:
+    book = {"entries": {"0": {"constant": True, "content": "Always.", "delay": 1}, "1": {"constant": True}}}
+    (home / "worldinfo" / "lore.json").write_text(json.dumps(book), encoding="utf-8")
+    r = caller(chat_runtime({"worldinfo": ["lore"]}), "r1")("worldinfo_read_activated")  # no chat: 0 messages
+    assert [e["uid"] for e in r.structured["entries"]] == ["1"]
+    assert r.structured["skipped"][0]["skipped"] == "delay: the chat has 0 of the 1 messages it waits for"
+    assert timed_events(home) == []

@@ -143,11 +143,11 @@ class RunConversation:
                 from None
         try:
             given = self.input(settings)
-            messages = given.chat.messages[:given.count]
-        except ToolCallError:  # no chat: only constant entries activate
-            messages, given = (), None
+            messages, stored = given.chat.messages[:given.count], self._timed_state(chat_id)
+        except ToolCallError:  # no chat: only constant entries activate, and no timed effect is kept
+            messages, stored = (), None
         entries = [e for book in books for e in book.entries]
-        timed = None if given is None else timed_effects.current(self._timed_state(chat_id), entries, given.count)
+        timed = timed_effects.current(stored or timed_effects.TimedState(), entries, len(messages))
         found = activate(books, messages, settings.scan_depth, recursion=settings.worldinfo_recursion, budget=budget,
                          seed=self.run.run_id,  # the seed: the same run rolls the same in any process
                          min_activations=settings.worldinfo_min_activations,
@@ -156,12 +156,18 @@ class RunConversation:
         self._record({"type": "worldinfo_activated", "session": key[0], "chat": chat_id, "books": list(key[2]),
                       "scan_depth": key[3], "recursion": key[4], "budget": key[5], "min_activations": key[6],
                       "min_depth_max": key[7], "entries": [a.to_dict() for a in found]})
-        if timed is not None and self.run.records is not None:
+        if stored is not None:
             by_ref = {e.ref: e for e in entries}
-            state = timed_effects.after(timed, (by_ref[a.ref] for a in found if a.skipped is None))
-            self.run.records.append_run_event(TIMED_OWNER + chat_id, TIMED_STREAM, {
-                "count": timed.count, "run": self.run.run_id, "state": state.to_dict()})
+            self._keep_timed(chat_id, stored, timed_effects.after(timed, (by_ref[a.ref] for a in found
+                                                                         if a.skipped is None)), timed.count)
         return found
+
+    def _keep_timed(self, chat_id: str, stored: timed_effects.TimedState, state: timed_effects.TimedState,
+                    count: int) -> None:
+        """Record the chat's timed effects after an activation with `count` messages, if they changed."""
+        if self.run.records is not None and state != stored:  # a book without timed effects writes nothing
+            self.run.records.append_run_event(TIMED_OWNER + chat_id, TIMED_STREAM, {
+                "count": count, "run": self.run.run_id, "state": state.to_dict()})
 
     def _timed_state(self, chat_id: str) -> timed_effects.TimedState:
         """The chat's timed effects after its last activation (read anew: another run may have moved them)."""
