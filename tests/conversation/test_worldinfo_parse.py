@@ -100,6 +100,8 @@ ENTRY = st.fixed_dictionaries({}, optional={
     "excludeRecursion": st.booleans(), "preventRecursion": st.booleans(), "ignoreBudget": st.booleans(),
     "delayUntilRecursion": st.one_of(st.booleans(), st.integers(-1, 3), SCALARS),
     "caseSensitive": st.one_of(st.none(), st.booleans()), "matchWholeWords": st.one_of(st.none(), st.booleans()),
+    "sticky": st.one_of(st.integers(-1, 3), SCALARS), "cooldown": st.one_of(st.integers(-1, 3), SCALARS),
+    "delay": st.one_of(st.integers(-1, 3), SCALARS),
 })
 GOOD_WORDS = st.sampled_from(["dragon", "gold", "cat", "Cat", "x", "/g.ld/i", "dragon gold"])
 GOOD_ENTRY = st.fixed_dictionaries({"key": st.lists(GOOD_WORDS, min_size=1, max_size=2)}, optional={

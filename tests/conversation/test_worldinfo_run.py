@@ -81,6 +81,17 @@ def test_the_frozen_activation_keeps_its_skips_for_another_runtime(chat_runtime:
     assert after == before and len(after["skipped"]) == 2
 
 
+def test_min_activations_from_the_profile(chat_runtime: Any, home: Path) -> None:
+    import_chat(home, "c", ["the farm", "hello", "nothing"], replace=True)  # scan_depth 1 reads "nothing"
+    quiet = {"scan_depth": 1, "worldinfo_recursion": 0}  # no recursion: the constant entry names the farm
+    assert [e["ref"] for e in listing(chat_runtime, **quiet).structured["entries"]] == ["worldinfo:lore#2"]
+    r = listing(chat_runtime, **quiet, worldinfo_min_activations=2)  # another activation: depth 3 finds farm
+    assert [(e["ref"], e["reason"]) for e in r.structured["entries"]] == [
+        ("worldinfo:lore#2", "constant"), ("worldinfo:lore#3", "key 'farm', min activations (depth 3)")]
+    r = listing(chat_runtime, **quiet, worldinfo_min_activations=2, worldinfo_min_activations_depth_max=2)
+    assert [e["ref"] for e in r.structured["entries"]] == ["worldinfo:lore#2"]
+
+
 def test_changing_the_budget_activates_anew(chat_runtime: Any, home: Path) -> None:
     caller(chat_runtime({"chat": "c", "worldinfo": ["lore"], "worldinfo_budget": 14}))("worldinfo_read_activated")
     r = listing(chat_runtime)  # no budget: another activation of the same run and session
@@ -125,6 +136,9 @@ def test_probability_follows_the_run_id_in_two_processes(tmp_path: Path) -> None
     ({"worldinfo_budget": {"percent": 25}}, "context_size: missing"),
     ({"worldinfo_recursion": -1}, "conversation.worldinfo_recursion: should be greater than or equal to 0"),
     ({"worldinfo_recursion": 101}, "conversation.worldinfo_recursion: should be less than or equal to 100"),
+    ({"worldinfo_min_activations": -1}, "conversation.worldinfo_min_activations: should be greater than or equal"),
+    ({"worldinfo_min_activations_depth_max": 1001},
+     "conversation.worldinfo_min_activations_depth_max: should be less than or equal to 1000"),
 ])
 def test_bad_profile_values(conversation: dict[str, Any], problem: str) -> None:
     with pytest.raises(ProfileError) as caught:

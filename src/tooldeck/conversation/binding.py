@@ -10,6 +10,11 @@
   activate (conversation/worldinfo_activate.py), computed once per session and read by
   `worldinfo_read_activated`.
 
+Per **chat** (not per run), the world-info timed effects (conversation/worldinfo_timed.py): each
+activation appends the chat's effects after it to the `worldinfo_timed` stream of the pseudo-run
+`worldinfo-chat:<chat>`, and the next activation of that chat, in any run or process, starts from
+the last one.
+
 A session is one `Agent.run` of the run (the number of `run_started` events in its agent stream; 0
 outside the agent loop).
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from tooldeck.conversation import worldinfo_timed as timed_effects
 from tooldeck.conversation.model import INPUT_HISTORY_CONFLICT, NOT_FOUND, WI_UNAVAILABLE, Chat
 from tooldeck.conversation.port import SOURCE_KEY, ConversationSource
 from tooldeck.conversation.sources import AGENT_STREAM, DefaultSource
@@ -31,6 +37,9 @@ if TYPE_CHECKING:
     from tooldeck.conversation.settings import ConversationSettings
 
 STATE_KEY: Final = "conversation.binding"
+TIMED_STREAM: Final = "worldinfo_timed"
+TIMED_OWNER: Final = "worldinfo-chat:"
+"""The timed effects of chat `c` are the `worldinfo_timed` stream of run id `worldinfo-chat:c`."""
 EVENTS: Final = "conversation"
 """The run event stream of the freezes."""
 
@@ -81,7 +90,8 @@ class RunConversation:
                 self._frozen.setdefault((event["chat"], event["session"]), event["count"])
             elif event.get("type") == "worldinfo_activated":
                 key = (event["session"], event["chat"], tuple(event["books"]), event["scan_depth"],
-                       event.get("recursion"), event.get("budget"))
+                       event.get("recursion"), event.get("budget"), event.get("min_activations", 0),
+                       event.get("min_depth_max", 0))
                 self._activations.setdefault(key, [Activated(**e) for e in event["entries"]])
 
     def _record(self, data: dict[str, Any]) -> None:
@@ -122,7 +132,7 @@ class RunConversation:
         chat_id = self.chat_id(settings)
         budget = budget_tokens(settings.worldinfo_budget)
         key = (self._session(), chat_id, tuple(settings.worldinfo), settings.scan_depth, settings.worldinfo_recursion,
-               budget)
+               budget, settings.worldinfo_min_activations, settings.worldinfo_min_activations_depth_max)
         found = self._activations.get(key)
         if found is not None:
             return found
@@ -133,13 +143,34 @@ class RunConversation:
                 from None
         try:
             given = self.input(settings)
-            messages = given.chat.messages[:given.count]
-        except ToolCallError:  # no chat: only constant entries activate
-            messages = ()
+            messages, stored = given.chat.messages[:given.count], self._timed_state(chat_id)
+        except ToolCallError:  # no chat: only constant entries activate, and no timed effect is kept
+            messages, stored = (), None
+        entries = [e for book in books for e in book.entries]
+        timed = timed_effects.current(stored or timed_effects.TimedState(), entries, len(messages))
         found = activate(books, messages, settings.scan_depth, recursion=settings.worldinfo_recursion, budget=budget,
-                         seed=self.run.run_id)  # the seed: the same run rolls the same in any process
+                         seed=self.run.run_id,  # the seed: the same run rolls the same in any process
+                         min_activations=settings.worldinfo_min_activations,
+                         min_depth_max=settings.worldinfo_min_activations_depth_max, timed=timed)
         self._activations[key] = found
         self._record({"type": "worldinfo_activated", "session": key[0], "chat": chat_id, "books": list(key[2]),
-                      "scan_depth": key[3], "recursion": key[4], "budget": key[5],
-                      "entries": [a.to_dict() for a in found]})
+                      "scan_depth": key[3], "recursion": key[4], "budget": key[5], "min_activations": key[6],
+                      "min_depth_max": key[7], "entries": [a.to_dict() for a in found]})
+        if stored is not None:
+            by_ref = {e.ref: e for e in entries}
+            self._keep_timed(chat_id, stored, timed_effects.after(timed, (by_ref[a.ref] for a in found
+                                                                         if a.skipped is None)), timed.count)
         return found
+
+    def _keep_timed(self, chat_id: str, stored: timed_effects.TimedState, state: timed_effects.TimedState,
+                    count: int) -> None:
+        """Record the chat's timed effects after an activation with `count` messages, if they changed."""
+        if self.run.records is not None and state != stored:  # a book without timed effects writes nothing
+            self.run.records.append_run_event(TIMED_OWNER + chat_id, TIMED_STREAM, {
+                "count": count, "run": self.run.run_id, "state": state.to_dict()})
+
+    def _timed_state(self, chat_id: str) -> timed_effects.TimedState:
+        """The chat's timed effects after its last activation (read anew: another run may have moved them)."""
+        records = self.run.records
+        events = records.run_events(TIMED_OWNER + chat_id, TIMED_STREAM) if records is not None else []
+        return timed_effects.TimedState.from_dict(events[-1].get("state") if events else None)

@@ -22,6 +22,10 @@ class ConversationSettings(Config):
     worldinfo_recursion: int = Field(default=DEFAULT_RECURSION, ge=0, le=100)
     """Recursive world-info scanning: how many passes over the activated entries' content follow the first
     scan (0: none)."""
+    worldinfo_min_activations: int = Field(default=0, ge=0, le=1000)
+    """World-info min activations: while fewer entries are active, scan one message deeper (0: off)."""
+    worldinfo_min_activations_depth_max: int = Field(default=0, ge=0, le=1000)
+    """The deepest scan min activations reaches, in messages (0: the whole input)."""
     worldinfo_budget: Any = None
     """The world-info token budget: tokens (chars/4 estimate), or `{percent, context_size}`; None: none."""
     search_scan_limit: int = Field(default=10_000, ge=1, le=100_000)

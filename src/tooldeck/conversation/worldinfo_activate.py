@@ -27,13 +27,15 @@ id), the entry ref or group name: the same run activates the same entries in any
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from tooldeck.conversation.model import Message
-from tooldeck.conversation.worldinfo_parse import AND_ALL, AND_ANY, LOGIC_NAMES, NOT_ALL, NOT_ANY, Book, Entry
+from tooldeck.conversation.worldinfo_parse import AND_ALL, AND_ANY, LOGIC_NAMES, NOT_ALL, NOT_ANY, Book, Entry, Key
+from tooldeck.conversation.worldinfo_scan import Scanned, Texts, clean
 from tooldeck.conversation.worldinfo_settings import DEFAULT_RECURSION
+from tooldeck.conversation.worldinfo_timed import Timed
 
 CHARS_PER_TOKEN: Final = 4
 
@@ -69,45 +71,72 @@ class Activated:
         return out
 
 
-def _clean(text: str) -> str:
-    """RE2 needs UTF-8: a lone surrogate (possible in JSON) becomes U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
-class _Texts:
-    """The scanned text per scan depth, plus the recursion buffer in recursion passes."""
-
-    def __init__(self, messages: Sequence[Message]) -> None:
-        self.messages = messages
-        self.buffer: list[str] = []
-        self._cache: dict[tuple[int, int], tuple[str, str]] = {}
-
-    def get(self, depth: int, recursive: bool) -> tuple[str, str]:
-        size = len(self.buffer) if recursive else 0
-        found = self._cache.get((depth, size))
-        if found is None:
-            parts = [m.text for m in self.messages[max(0, len(self.messages) - depth):]] if depth > 0 else []
-            text = _clean("\n".join(parts + self.buffer[:size]))
-            found = self._cache[(depth, size)] = (text, text.lower())
-        return found
-
-
-def match(entry: Entry, text: str, lowered: str) -> str | None:
+def match(entry: Entry, text: Scanned) -> str | None:
     """Why `entry` matches the text (its reason), or None."""
     if entry.constant:
         return "constant"
-    primary = next((k for k in entry.keys if k.found_in(text, lowered)), None)
-    if primary is None:
-        return None
+    primary = next((k for k in entry.keys if k.found_in(text)), None)
+    return None if primary is None else _secondary(entry, primary, text)
+
+
+def _secondary(entry: Entry, primary: Key, text: Scanned) -> str | None:
+    """The reason of an entry whose `primary` key occurs in `text`, or None if `selectiveLogic` says no."""
     if not entry.selective or not entry.secondary:
         return f"key {primary.text!r}"
-    found = [k.found_in(text, lowered) for k in entry.secondary]
+    return _logic(entry, primary, [k.found_in(text) for k in entry.secondary])
+
+
+def _logic(entry: Entry, primary: Key, found: Sequence[bool]) -> str | None:
     ok = {AND_ANY: any(found), NOT_ALL: not all(found), NOT_ANY: not any(found), AND_ALL: all(found)}[entry.logic]
     return f"key {primary.text!r}, secondary {LOGIC_NAMES[entry.logic]}" if ok else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """What an entry's keys found in a window (depth, buffer size)."""
+
+    window: tuple[int, int]
+    primary: int | None
+    """The index of its first primary key found there; None: none."""
+    secondary: tuple[bool, ...] | None
+    """Which secondary keys were found there; None: not looked for."""
+
+
+class _Matcher:
+    """`match` over a pass's window (depth, buffer size), with the recursion fast path. A window only
+    grows from pass to pass (more of the recursion buffer), so what an entry's keys found in an
+    earlier window they still find: only the parts added since are searched, for the primary keys
+    before the first one found (the first found in the whole window is the reason's) and for the
+    secondary keys not found yet; NOT logic then reads the flags of the whole window. A window that
+    is not a superset (a min-activations pass reads no buffer) is searched whole."""
+
+    def __init__(self, texts: Texts, incremental: bool) -> None:
+        self.texts = texts
+        self.incremental = incremental
+        self._seen: dict[str, _Seen] = {}
+
+    def __call__(self, entry: Entry, window: tuple[int, int]) -> str | None:
+        if entry.constant:
+            return "constant"
+        keys = entry.keys
+        full = self.texts.get(*window)
+        was = self._seen.get(entry.ref) if self.incremental else None
+        if was is not None and was.window[0] <= window[0] and was.window[1] <= window[1]:
+            text = self.texts.added(was.window, window)
+            before = len(keys) if was.primary is None else was.primary
+            primary = next((i for i in range(before) if keys[i].found_in(text)), was.primary)
+        else:
+            was, text = None, full
+            primary = next((i for i, k in enumerate(keys) if k.found_in(full)), None)
+        if primary is None or not entry.selective or not entry.secondary:
+            self._seen[entry.ref] = _Seen(window, primary, None)
+            return None if primary is None else f"key {keys[primary].text!r}"
+        if was is not None and was.secondary is not None:
+            found = tuple(f or k.found_in(text) for f, k in zip(was.secondary, entry.secondary, strict=True))
+        else:
+            found = tuple(k.found_in(full) for k in entry.secondary)
+        self._seen[entry.ref] = _Seen(window, primary, found)
+        return _logic(entry, keys[primary], found)
 
 
 @dataclass(slots=True)
@@ -117,7 +146,8 @@ class _Hit:
     reason: str
 
 
-def _group_losers(hits: list[_Hit], active_groups: set[str], seed: str, step: int) -> dict[str, str]:
+def _group_losers(hits: list[_Hit], active_groups: set[str], sticky: Container[str], seed: str,
+                  step: int) -> dict[str, str]:
     """Inclusion groups: the refs of this pass's contenders that lose, with why."""
     members: dict[str, list[_Hit]] = {}
     for hit in hits:
@@ -125,6 +155,12 @@ def _group_losers(hits: list[_Hit], active_groups: set[str], seed: str, step: in
             members.setdefault(name, []).append(hit)
     losers: dict[str, str] = {}
     for name, group in members.items():
+        held = [h.entry.ref for h in group if h.entry.ref in sticky]
+        if held:  # sticky members keep the group: they all stay, the others lose
+            for hit in group:
+                if hit.entry.ref not in sticky:
+                    losers.setdefault(hit.entry.ref, f"group {name!r}: {', '.join(held)} is sticky")
+            continue
         if name in active_groups:
             for hit in group:
                 losers.setdefault(hit.entry.ref, f"group {name!r} has an active entry already")
@@ -151,33 +187,64 @@ def _group_losers(hits: list[_Hit], active_groups: set[str], seed: str, step: in
     return losers
 
 
+INITIAL, RECURSION, MIN_ACTIVATIONS = 0, 1, 2
+
+
 def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int, *,
-             recursion: int = DEFAULT_RECURSION, budget: int | None = None, seed: str = "") -> list[Activated]:
+             recursion: int = DEFAULT_RECURSION, budget: int | None = None, seed: str = "",
+             min_activations: int = 0, min_depth_max: int = 0, timed: Timed | None = None,
+             incremental: bool = True) -> list[Activated]:
     """The activation: the active entries by `order` ascending (then book, place), then the entries
-    that matched but were skipped (`skipped` says why), in the same order."""
+    that matched but were skipped (`skipped` says why), in the same order.
+
+    `min_activations`: while fewer entries are active and no other pass is due, scan one message
+    deeper (up to `min_depth_max` messages, 0: all). `timed`: the timed effects in force (sticky,
+    cooldown, delay). `incremental=False` turns the recursion fast path off (every pass matches every
+    entry against its whole window), for tests."""
     pool = sorted(((b, e) for b, book in enumerate(books) for e in book.entries if not e.disabled),
                   key=lambda be: (-be[1].order, be[0], be[1].position))
-    texts = _Texts(messages)
+    texts = Texts(messages)
+    matcher = _Matcher(texts, incremental)
+    sticky: Container[str] = timed.sticky if timed is not None else ()
     accepted: dict[str, _Hit] = {}
     skipped: dict[str, tuple[_Hit, str]] = {}
     failed: set[str] = set()
     active_groups: set[str] = set()
     levels = sorted({e.delay_level for _, e in pool if e.delay_level})
     level = levels.pop(0) if levels else 0
-    used, overflowed, step = 0, False, 0
+    deepest = min(len(messages), min_depth_max) if min_depth_max else len(messages)
+    used, overflowed, step, skew, state, n = 0, False, 0, 0, INITIAL, 0
     while True:
         hits: list[_Hit] = []
+        size = len(texts.buffer) if state == RECURSION else 0  # a min-activations pass reads messages only
         for b, entry in pool:
             ref = entry.ref
             if ref in accepted or ref in failed:
                 continue
-            if (entry.delay_level > level or entry.exclude_recursion) if step else entry.delay_level:
+            held = ref in sticky
+            if not held and ((entry.delay_level > level or entry.exclude_recursion) if state == RECURSION
+                             else entry.delay_level):
                 continue
-            reason = match(entry, *texts.get(scan_depth if entry.scan_depth is None else entry.scan_depth, step > 0))
+            depth = scan_depth + skew if entry.scan_depth is None else entry.scan_depth
+            blocked = timed.blocked(ref) if timed is not None else None
+            if blocked is not None:  # listed with why when it would have matched
+                reason = matcher(entry, (depth, size))
+                if reason is not None and ref not in skipped:
+                    skipped[ref] = (_Hit(b, entry, reason), blocked)
+                continue
+            if held and not entry.constant:
+                effect = timed.sticky[ref]  # type: ignore[union-attr]
+                reason = f"sticky (activated with {effect.start} messages, until {effect.end})"
+            else:
+                reason = matcher(entry, (depth, size))
             if reason is not None:
-                hits.append(_Hit(b, entry, reason + (f", recursion {step}" if step else "")))
+                if state == RECURSION:
+                    reason += f", recursion {step}"
+                elif state == MIN_ACTIVATIONS:
+                    reason += f", min activations (depth {scan_depth + skew})"
+                hits.append(_Hit(b, entry, reason))
         hits.sort(key=lambda h: not h.entry.constant)  # stable: the priority order within each kind
-        losers = _group_losers(hits, active_groups, seed, step)
+        losers = _group_losers(hits, active_groups, sticky, seed, n)
         recursed = False
         for hit in hits:
             entry = hit.entry
@@ -187,7 +254,7 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
             if overflowed and not entry.ignore_budget:  # before its roll, as in SillyTavern
                 skipped[entry.ref] = (hit, f"budget: the budget of {budget} overflowed before it ({used} used)")
                 continue
-            if entry.probability < 100:
+            if entry.probability < 100 and entry.ref not in sticky:  # a sticky entry is not rolled again
                 roll = 100 * unit(seed, "probability", entry.ref)
                 if not roll < entry.probability:
                     failed.add(entry.ref)
@@ -206,14 +273,19 @@ def activate(books: Sequence[Book], messages: Sequence[Message], scan_depth: int
             if not entry.prevent_recursion:  # even without content: another pass, as in SillyTavern
                 recursed = True
                 if entry.content:
-                    texts.buffer.append(entry.content)
-        if step >= recursion or overflowed:
+                    texts.buffer.append(clean(entry.content))
+        if overflowed:
             break
-        if not recursed:
-            if not levels:
-                break
-            level = levels.pop(0)
-        step += 1
+        if step < recursion and (recursed or (state == MIN_ACTIVATIONS and texts.buffer)):
+            state = RECURSION  # a min-activations pass is followed by a recursion pass, as in SillyTavern
+        elif len(accepted) < min_activations and scan_depth + skew < deepest:
+            state, skew = MIN_ACTIVATIONS, skew + 1
+        elif step < recursion and levels:
+            state, level = RECURSION, levels.pop(0)
+        else:
+            break
+        step += state == RECURSION
+        n += 1
     return _result(accepted.values(), None) + _result((h for h, _ in skipped.values()),
                                                        {r: why for r, (_, why) in skipped.items()})
 

@@ -2,7 +2,7 @@
 
 A book is `{"entries": {"<uid>": entry, …}}` (or `entries` as a list). Every entry field SillyTavern's
 activation uses is mapped (the table on the docs page); other fields (`position`, `depth`, `role`,
-`sticky`, `cooldown`, `automationId`, …) are ignored. A bad value of a mapped field is
+`automationId`, …) are ignored. A bad value of a mapped field is
 `worldinfo.book_invalid` naming the book, the entry and the field; nothing is half-loaded.
 """
 
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import re2
 
 from tooldeck.conversation.model import WI_BOOK_INVALID
+from tooldeck.conversation.worldinfo_scan import SEPARATOR, Scanned
 from tooldeck.core.errors import TooldeckError
 
 AND_ANY, NOT_ALL, NOT_ANY, AND_ALL = 0, 1, 2, 3
@@ -24,6 +26,7 @@ LOGIC_NAMES: Final = {AND_ANY: "AND_ANY", NOT_ALL: "NOT_ALL", NOT_ANY: "NOT_ANY"
 DEFAULT_ORDER: Final = 100
 DEFAULT_WEIGHT: Final = 100
 MAX_DELAY_LEVEL: Final = 1000
+MAX_MESSAGES: Final = 1_000_000
 
 
 def _options(case_sensitive: bool) -> Any:
@@ -41,10 +44,14 @@ class Key:
     """A compiled RE2 pattern for `/…/` keys and whole-word keys; None: a substring key."""
     case_sensitive: bool = False
 
-    def found_in(self, text: str, lowered: str) -> bool:
+    def found_in(self, text: Scanned) -> bool:
+        """Whether the key occurs within one part of `text` (never across two)."""
         if self.regex is not None:
-            return self.regex.search(text) is not None
-        return (self.text in text) if self.case_sensitive else (self.text in lowered)
+            search = self.regex.search
+            return any(search(part) is not None for part in text.parts)
+        if SEPARATOR in self.text:  # it could span a joint of the joined text: look part by part
+            return any(self.text in (part if self.case_sensitive else part.lower()) for part in text.parts)
+        return (self.text in text.joined) if self.case_sensitive else (self.text in text.lowered)
 
 
 def compile_key(raw: str, case_sensitive: bool, whole_words: bool, where: str) -> Key:
@@ -98,10 +105,17 @@ class Entry:
     delay_level: int = 0
     """`delayUntilRecursion`: 0 = off; n ≥ 1 = activated only by recursion, from delay level n on."""
     ignore_budget: bool = False
+    sticky: int = 0
+    """Timed effects, in messages (0: off): stays active, cannot activate again, cannot activate
+    before the chat has this many messages (worldinfo_timed.py)."""
+    cooldown: int = 0
+    delay: int = 0
 
-    @property
-    def ref(self) -> str:
-        return f"worldinfo:{self.book}#{self.uid}"
+    ref: str = field(init=False, repr=False, compare=False)
+    """`worldinfo:<book>#<uid>` (computed once: the activation looks it up per entry and pass)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ref", f"worldinfo:{self.book}#{self.uid}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +124,53 @@ class Book:
     entries: tuple[Entry, ...]
 
 
+_REGEX_END: Final = re.compile(r"/[gimsuy]*\s*(?:,|\Z)")  # fixed and linear: `re` will do
+
+
+def split_keys(value: str) -> list[str]:
+    """A comma-separated key string → its keys, stripped, empty ones dropped. A key that starts with
+    `/` and closes with `/flags` before a comma or the end is a regular expression and is kept whole,
+    commas and all (`/a{1,3}/i, dragon` is two keys), as SillyTavern keeps it."""
+    keys: list[str] = []
+    at = 0
+    while at <= len(value):
+        comma = value.find(",", at)
+        token_end = len(value) if comma < 0 else comma
+        start = at + len(value[at:token_end]) - len(value[at:token_end].lstrip())
+        if value.startswith("/", start):
+            end = _regex_end(value, start)
+            if end is not None:
+                keys.append(value[start:end].strip())
+                at = end + 1
+                continue
+        piece = value[at:token_end].strip()
+        if piece:
+            keys.append(piece)
+        at = token_end + 1
+    return keys
+
+
+def _regex_end(value: str, start: int) -> int | None:
+    """Where the `/pattern/flags` key at `start` ends (the index of its comma, or the length), or None
+    when no unescaped `/` closes it before a comma or the end."""
+    at = start + 1
+    while True:
+        slash = value.find("/", at)
+        if slash < 0:
+            return None
+        backslashes = len(value[at:slash]) - len(value[at:slash].rstrip("\\"))
+        if slash > start + 1 and backslashes % 2 == 0:
+            closed = _REGEX_END.match(value, slash)
+            if closed is not None:
+                return closed.end() - 1 if value[closed.end() - 1:closed.end()] == "," else closed.end()
+        at = slash + 1
+
+
 def _str_list(value: Any, where: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
-        return [k.strip() for k in value.split(",") if k.strip()]
+        return split_keys(value)
     if isinstance(value, list) and all(isinstance(k, str) for k in value):
         return [k for k in value if k.strip()]
     raise TooldeckError(WI_BOOK_INVALID, f"{where} must be a list of strings")
@@ -157,6 +213,15 @@ def _delay_level(value: Any, where: str) -> int:
         raise TooldeckError(WI_BOOK_INVALID, f"{where} must be true, false or a level from 0 to {MAX_DELAY_LEVEL}, "
                                              f"not {value!r}")
     return level
+
+
+def _messages(value: Any, where: str) -> int:
+    """A timed effect's length in messages: an integer from 0 (off) to MAX_MESSAGES; null is 0."""
+    count = _int(value, 0, where) or 0
+    if not 0 <= count <= MAX_MESSAGES:
+        raise TooldeckError(WI_BOOK_INVALID, f"{where} must be a number of messages from 0 to {MAX_MESSAGES}, "
+                                             f"not {value!r}")
+    return count
 
 
 def _groups(value: Any, where: str) -> tuple[str, ...]:
@@ -209,6 +274,9 @@ def parse_entry(book: str, key: str, position: int, raw: Any) -> Entry:
         prevent_recursion=_bool(raw, "preventRecursion", False, where),
         delay_level=_delay_level(raw.get("delayUntilRecursion"), f"{where}.delayUntilRecursion"),
         ignore_budget=_bool(raw, "ignoreBudget", False, where),
+        sticky=_messages(raw.get("sticky"), f"{where}.sticky"),
+        cooldown=_messages(raw.get("cooldown"), f"{where}.cooldown"),
+        delay=_messages(raw.get("delay"), f"{where}.delay"),
     )
 
 
