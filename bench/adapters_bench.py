@@ -47,7 +47,8 @@ def three(out: Any) -> None:
     """The check of a timed batch's last value: each call answered 3 (a refused or failed call through an
     adapter comes back as its error text, not as an exception)."""
     for value in out if isinstance(out, list) else [out]:
-        value = getattr(value, "content", value)
+        # pydantic-ai's ToolReturn holds it in return_value, LangChain's ToolMessage in content
+        value = value.return_value if hasattr(value, "return_value") else getattr(value, "content", value)
         if str(value) != "3":
             raise AssertionError(f"a timed call returned {str(value)[:300]!r}, not 3")
 
