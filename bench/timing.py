@@ -10,7 +10,9 @@ from typing import Any
 
 REPEATS_ALLOWED = 10**9
 """`max_identical_calls` for benches, which repeat one call on purpose: the repeated-call guard still runs
-(its cost is in every figure) but never refuses."""
+(its cost is in every figure) but never refuses a streak. It must be in the Profile the invocation uses (a
+Profile given to `rt.invocation` replaces the Runtime's), and it does not turn off the A-B-A-B check: two
+different calls alternating one per turn with unchanged results are still refused, so check results."""
 
 
 Check = Callable[[Any], object]
