@@ -43,6 +43,24 @@ def runtime(home: Path, records: bool) -> tooldeck.Runtime:
     return rt
 
 
+def three(out: Any) -> None:
+    """The check of a timed batch's last value: each call answered 3 (a refused or failed call through an
+    adapter comes back as its error text, not as an exception)."""
+    for value in out if isinstance(out, list) else [out]:
+        # pydantic-ai's ToolReturn holds it in return_value, LangChain's ToolMessage in content
+        value = value.return_value if hasattr(value, "return_value") else getattr(value, "content", value)
+        if str(value) != "3":
+            raise AssertionError(f"a timed call returned {str(value)[:300]!r}, not 3")
+
+
+def tool_returned_three(run: Any) -> None:
+    """The check of a whole pydantic-ai run: its one tool call returned 3 (the scripted model answers anyway)."""
+    returns = [part.content for message in run.all_messages() for part in message.parts
+               if part.part_kind == "tool-return"]
+    if [str(r) for r in returns] != ["3"]:
+        raise AssertionError(f"the run's tool returned {returns!r}")
+
+
 def ten(fn: Callable[[int], Awaitable[object]]) -> Callable[[], Awaitable[object]]:
     async def gathered() -> object:
         return await asyncio.gather(*(fn(i) for i in range(10)))
@@ -85,7 +103,7 @@ async def openai_agents(homes: dict[bool, Path]) -> None:
         "adapter records on, 10 calls": ten(one(mine[True])),
     }
     rows = await ainterleaved_us(variants, 100, per_call_divisor={k: 10 for k in variants if "10 calls" in k},
-                                 warmup=20)
+                                 warmup=20, check=three)
     print_ratios("OpenAI Agents SDK 0.24.0, FunctionTool.on_invoke_tool (median µs per call):", rows, [
         ("adapter records off, 1 call", "openai-agents own, 1 call"),
         ("adapter records on, 1 call", "openai-agents own, 1 call"),
@@ -117,7 +135,7 @@ async def langchain(homes: dict[bool, Path]) -> None:
         "adapter records on, 10 calls": ten(one(mine[True])),
     }
     rows = await ainterleaved_us(variants, 20, per_call_divisor={k: 10 for k in variants if "10 calls" in k},
-                                 warmup=10)
+                                 warmup=10, check=three)
     print_ratios("LangChain core 1.8.3, BaseTool.ainvoke(tool_call) (median µs per call):", rows, [
         ("adapter records off, 1 call", "langchain own @tool, 1 call"),
         ("adapter records on, 1 call", "langchain own @tool, 1 call"),
@@ -158,7 +176,7 @@ async def pydantic_ai(homes: dict[bool, Path]) -> None:
         "toolset records on, 10 calls": ten(one("records on")),
     }
     rows = await ainterleaved_us(variants, 100, per_call_divisor={k: 10 for k in variants if "10 calls" in k},
-                                 warmup=20)
+                                 warmup=20, check=three)
     print_ratios("pydantic-ai-slim 2.68.0, args_validator + toolset.call_tool (median µs per call):", rows, [
         ("toolset records off, 1 call", "pydantic-ai FunctionToolset, 1 call"),
         ("toolset records on, 1 call", "pydantic-ai FunctionToolset, 1 call"),
@@ -184,7 +202,8 @@ async def pydantic_ai(homes: dict[bool, Path]) -> None:
             return await agent.run("go")
         return go
 
-    rows = await ainterleaved_us({name: run(agent) for name, agent in agents.items()}, 3, repeats=25, warmup=3)
+    rows = await ainterleaved_us({name: run(agent) for name, agent in agents.items()}, 3, repeats=25, warmup=3,
+                                 check=tool_returned_three)
     print_ratios("pydantic-ai-slim 2.68.0, a whole Agent.run with FunctionModel, one call, records off (median µs "
                  "per run; given a Runtime the toolset opens an invocation per run, given an Invocation it shares it):",
                  rows, [("toolset records off, Agent.run", "pydantic-ai own tool_plain, Agent.run"),

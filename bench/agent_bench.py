@@ -46,7 +46,10 @@ def script(request: Request) -> Reply:
     body = orjson.loads(request.raw)
     stream = bool(body.get("stream"))
     if body["messages"][-1]["role"] == "tool":
-        return chat.stream("It is 3.") if stream else Reply.json(chat.completion("It is 3."))
+        # the tool's result decides the answer, so a run whose call was refused or failed fails its variant's check
+        got = body["messages"][-1]["content"]
+        answer = "It is 3." if got == "3" else f"The tool returned {got!r}."
+        return chat.stream(answer) if stream else Reply.json(chat.completion(answer))
     calls = [("call_1", "add", '{"a": 1, "b": 2}')]
     return chat.stream(calls=calls) if stream else Reply.json(chat.completion(None, calls))
 

@@ -21,7 +21,7 @@ import jsonschema_rs
 import orjson
 
 import tooldeck
-from bench.timing import REPEATS_ALLOWED, ainterleaved_us, report
+from bench.timing import REPEATS_ALLOWED, ainterleaved_us, expect_ok, report
 from tooldeck.catalog import bindings as binding_prep
 from tooldeck.core.descriptors import AvailabilityContext
 from tooldeck.snapshot.snapshot import Snapshot
@@ -137,7 +137,7 @@ async def per_call(home: Path) -> None:
     else:
         print("  (openai-agents not installed: `pip install -e '.[bench]'` for the peer rows)")
     rows = await ainterleaved_us(variants, INNER // 10, per_call_divisor={
-        "tooldeck two-int, per call in a turn of 10": 10})
+        "tooldeck two-int, per call in a turn of 10": 10}, check=expect_ok)
     print("Per-call overhead (median µs per call; ratio to the peer when present, else to a bare call):")
     report(rows, "openai-agents FunctionTool two-int" if peer else "bare await add(1, 2)")
     if peer:

@@ -47,7 +47,13 @@ def script(request: Request) -> Reply:
     system = messages[0]["content"] if messages[0]["role"] == "system" else ""
     if system.startswith("WORKER"):
         return Reply.json(chat.completion(None, [("r1", "task_return", '{"summary": "done"}')]))
-    if messages[-1]["role"] == "tool" or system.startswith("PLAIN"):
+    if messages[-1]["role"] == "tool":  # the parent's calls must have run, or its run is not the one timed
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        ran = all(r.startswith("Rolled 1d6: ") for r in results) if system.startswith("DICE") else (
+            len(results) == 2 and results[0].startswith("Started delegated task")
+            and "### worker - completed" in results[1])
+        return Reply.json(chat.completion("done" if ran else f"the calls failed: {results}"))
+    if system.startswith("PLAIN"):
         return Reply.json(chat.completion("done"))
     return Reply.json(chat.completion(None, DELEGATE if system.startswith("DELEGATING") else DICE))
 

@@ -51,12 +51,15 @@ def _count(rt: Runtime) -> tuple[float, float]:
 
     sys.setprofile(profile)
     rt.mcp.loop.run_sync(_set_profile(profile))
+    results = []
     try:
         for _ in range(CALLS):
-            inv.run(calls)
+            results += inv.run(calls)
     finally:
         sys.setprofile(None)
         rt.mcp.loop.run_sync(_set_profile(None))
+    refused = [r.content for r in results if r.is_error or r.content != "Echo: bench"]
+    assert not refused, f"{len(refused)} of the counted calls did not echo: {refused[0][:300]}"
     return (counter[True] + counter[False]) / CALLS, counter[True] / CALLS
 
 

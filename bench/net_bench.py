@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 import tooldeck
-from bench.timing import REPEATS_ALLOWED, ainterleaved_us, report
+from bench.timing import REPEATS_ALLOWED, ainterleaved_us, expect_ok, report
 
 BODY = b'{"ok": true}'
 
@@ -63,8 +63,8 @@ async def main(home: Path) -> None:
     assert not first.is_error, first.content
     kept = httpx.AsyncClient()
 
-    async def tool() -> None:
-        await inv.arun(call)
+    async def tool() -> object:
+        return await inv.arun(call)
 
     async def fresh_client() -> None:
         async with httpx.AsyncClient() as client:
@@ -75,7 +75,7 @@ async def main(home: Path) -> None:
 
     rows = await ainterleaved_us({"http_request through tooldeck": tool, "httpx, new client per request":
                                   fresh_client, "httpx, one reused client": reused_client},
-                                 inner=20, repeats=15, warmup=5)
+                                 inner=20, repeats=15, warmup=5, check=expect_ok)
     print("One GET to a loopback server (median per request):")
     report(rows, "httpx, new client per request")
     base = dict(rows)

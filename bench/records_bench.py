@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import tooldeck
-from bench.timing import REPEATS_ALLOWED, report
+from bench.timing import REPEATS_ALLOWED, expect_ok, report
 from tooldeck.core.descriptors import ToolAnnotations
 from tooldeck.protocols import FORMATS
 from tooldeck.records.replay import replay, replay_history
@@ -157,9 +157,10 @@ async def _interleaved(variants: dict[str, Callable[[], Awaitable[object]]], inn
         for name, fn in variants.items():
             w0, c0 = time.perf_counter(), time.process_time()
             for _ in range(inner):
-                await fn()
+                out = await fn()
             wall[name].append((time.perf_counter() - w0) / inner / per * 1e6)
             cpu[name].append((time.process_time() - c0) / inner / per * 1e6)
+            expect_ok(out)  # the last turn of the batch ran (a refusal or a spent budget would be sticky)
     return ([(n, statistics.median(v)) for n, v in wall.items()], [(n, statistics.median(v)) for n, v in cpu.items()])
 
 

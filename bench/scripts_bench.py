@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import tooldeck
-from bench.shell_bench import interleaved_ms
-from bench.timing import REPEATS_ALLOWED
+from bench.shell_bench import BENCH_INV, interleaved_ms
+from bench.timing import REPEATS_ALLOWED, same_as
 
 HOST_ECHO = "import json, sys\nprint(json.dumps({'echo': json.load(sys.stdin)}))\n"
 SANDBOX_ECHO = "import json, os\nprint(json.dumps({'echo': json.loads(os.environ['TOOLDECK_ARGS'])}))\n"
@@ -44,9 +44,10 @@ def call_bench(home: Path) -> dict[str, float]:
     folder = _tool(home, "echo", SANDBOX_ECHO)
     (folder / "host.py").write_text(HOST_ECHO)
     rt = tooldeck.Runtime(home, records=False, profile={"max_identical_calls": REPEATS_ALLOWED})
-    inv = rt.invocation(run_id="bench-scripts", profile={"max_calls_per_invocation": 1_000_000})
+    inv = rt.invocation(run_id="bench-scripts", profile=BENCH_INV)  # it replaces the Runtime's profile
     call = [{"id": "s", "name": "script_echo", "arguments": {"text": "hi"}}]
-    assert inv.run(call)[0].structured == {"echo": {"text": "hi"}}
+    [first] = inv.run(call)
+    assert first.structured == {"echo": {"text": "hi"}}
     payload = json.dumps({"text": "hi"}).encode()
     host = subprocess.run(["python3", str(folder / "host.py")], input=payload, capture_output=True, check=True)
     assert json.loads(host.stdout) == {"echo": {"text": "hi"}}
@@ -57,7 +58,7 @@ def call_bench(home: Path) -> dict[str, float]:
         "host, `python3` from PATH": lambda: subprocess.run(["python3", str(folder / "host.py")],
                                                             input=payload, capture_output=True),
         "script_echo through the pipeline": lambda: inv.run(call),
-    }, repeats=40)
+    }, repeats=40, checks={"script_echo through the pipeline": same_as(first)})
     base = rows["host subprocess python3 script.py"]
     print("per call, median of 40 interleaved runs:")
     for name, ms in rows.items():

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import tooldeck
-from bench.timing import REPEATS_ALLOWED
+from bench.timing import REPEATS_ALLOWED, Check, same_as
 
 FILES = 3_000
 DIRS = 30
@@ -56,13 +56,24 @@ def make_tree(root: Path, seed: int = 7) -> dict[str, str]:
     return files
 
 
-def interleaved_ms(variants: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+BENCH_INV = {"max_calls_per_invocation": 1_000_000, "max_identical_calls": REPEATS_ALLOWED}
+"""An invocation's profile replaces the Runtime's: without `max_identical_calls` here the guard refuses the 4th
+identical call (the grep rows and the stop rows of earlier figures timed or crashed on that refusal)."""
+
+
+def interleaved_ms(variants: dict[str, Callable[[], object]], repeats: int,
+                   checks: dict[str, Check] | None = None) -> dict[str, float]:
+    """Median ms per call of each variant, round-robin. `checks`: per variant, a check of each value returned,
+    outside the clock (a refused or failed tool call is not the work being timed)."""
     samples: dict[str, list[float]] = {name: [] for name in variants}
+    checks = checks or {}
     for _ in range(repeats):
         for name, fn in variants.items():
             start = time.perf_counter()
-            fn()
+            out = fn()
             samples[name].append((time.perf_counter() - start) * 1000)
+            if name in checks:
+                checks[name](out)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -77,15 +88,17 @@ PER_CALL = {"echo hi": "echo hi", "python3 print": "python3 -c 'print(1)'", "nod
 
 def echo_bench(home: Path) -> dict[str, float]:
     rt = tooldeck.Runtime(home, records=False, profile={"max_identical_calls": REPEATS_ALLOWED})
-    inv = rt.invocation(run_id="bench-echo", profile={"max_calls_per_invocation": 1_000_000})
+    inv = rt.invocation(run_id="bench-echo", profile=BENCH_INV)
     calls = {name: [{"id": "e", "name": "workspace_shell", "arguments": {"command": cmd}}]
              for name, cmd in PER_CALL.items()}
+    firsts = {}
     for name, call in calls.items():
-        assert inv.run(call)[0].content == ("Exit code: 0\nhi" if name == "echo hi" else "Exit code: 0\n1"), name
+        [firsts[name]] = inv.run(call)
+        assert firsts[name].content == ("Exit code: 0\nhi" if name == "echo hi" else "Exit code: 0\n1"), name
     rows = interleaved_ms({
         "subprocess bash -c 'echo hi'": lambda: subprocess.run(["bash", "-c", "echo hi"], capture_output=True),
         **{f"workspace_shell {name}": (lambda c=call: inv.run(c)) for name, call in calls.items()},
-    }, repeats=60)
+    }, repeats=60, checks={f"workspace_shell {name}": same_as(first) for name, first in firsts.items()})
     print("per call, median of 60 interleaved runs:")
     _print(rows, "subprocess bash -c 'echo hi'")
     rt.close()
@@ -96,12 +109,13 @@ def grep_bench(home: Path) -> dict[str, float]:
     from bashkit import Bash
 
     rt = tooldeck.Runtime(home, records=False, profile={"max_identical_calls": REPEATS_ALLOWED})
-    inv = rt.invocation(run_id="bench-grep", profile={"max_calls_per_invocation": 1_000_000})
+    inv = rt.invocation(run_id="bench-grep", profile=BENCH_INV)
     root = inv.run_state.workspace_root / "scratch" / "tree"
     files = make_tree(root)
     call = [{"id": "g", "name": "workspace_shell",
              "arguments": {"command": "grep -rn 'needle-[0-9]*' scratch/tree | wc -l"}}]
-    assert inv.run(call)[0].content == "Exit code: 0\n300", inv.run(call)[0].content
+    [first] = inv.run(call)
+    assert first.content == "Exit code: 0\n300", first.content
 
     def preloaded() -> None:
         bash = Bash(cwd="/")
@@ -119,7 +133,7 @@ def grep_bench(home: Path) -> dict[str, float]:
         "host grep -rn": lambda: subprocess.run(host, capture_output=True),
         "workspace_shell grep -rn (real mount)": lambda: inv.run(call),
         "bashkit VFS preload + grep -rn": preloaded,
-    }, repeats=7)
+    }, repeats=7, checks={"workspace_shell grep -rn (real mount)": same_as(first)})
     print(f"grep -rn over {FILES:,} files, median of 7 interleaved runs:")
     _print(rows, "host grep -rn")
     rt.close()
@@ -138,8 +152,7 @@ STOPS = {
 def stop_bench(home: Path, timeout_s: float = 0.5, repeats: int = 5) -> dict[str, float]:
     """How long after its deadline a timed-out call returns (its work has stopped by then)."""
     rt = tooldeck.Runtime(home, records=False, profile={"max_identical_calls": REPEATS_ALLOWED})
-    inv = rt.invocation(run_id="bench-stop", profile={"max_calls_per_invocation": 1_000_000,
-                                                      "shell_timeout_s": timeout_s})
+    inv = rt.invocation(run_id="bench-stop", profile={**BENCH_INV, "shell_timeout_s": timeout_s})
     rows: dict[str, float] = {}
     for name, command in STOPS.items():
         samples = []
@@ -163,14 +176,17 @@ import json, sys, tempfile, time
 from pathlib import Path
 import tooldeck
 rt = tooldeck.Runtime(Path(tempfile.mkdtemp()) / "home", records=False)
-inv = rt.invocation(run_id="bench", profile={"max_calls_per_invocation": 10**9,
-    "max_identical_calls": REPEATS_ALLOWED})
+try:
+    inv = rt.invocation(run_id="bench", profile={"max_calls_per_invocation": 10**9, "max_identical_calls": 10**9})
+except Exception:  # a checkout from before the repeated-call guard does not know the key
+    inv = rt.invocation(run_id="bench", profile={"max_calls_per_invocation": 10**9})
 print(json.dumps(tooldeck.__file__), flush=True)
 for line in sys.stdin:
     call = [{"id": "c", "name": "workspace_shell", "arguments": {"command": json.loads(line)}}]
     start = time.perf_counter()
     out = inv.run(call)[0]
-    print(json.dumps([time.perf_counter() - start, out.content]), flush=True)
+    print(json.dumps([time.perf_counter() - start, "ERROR " + out.content if out.is_error else out.content]),
+          flush=True)
 """
 
 
@@ -211,7 +227,9 @@ def baseline_bench(baseline_src: str, repeats: int = 101) -> None:
         for name, command in PER_CALL.items():
             order.reverse()  # each side goes first as often: a call's after-effects land on both alike
             for side_name, side in order:
-                samples[(name, side_name)].append(side.call(command)[0])
+                ms, content = side.call(command)
+                assert content.startswith("Exit code: 0"), (side_name, command, content)
+                samples[(name, side_name)].append(ms)
     print(f"per call through Invocation.run, median of {repeats} interleaved runs (sides alternate first):")
     for name in PER_CALL:
         new, old = (statistics.median(samples[(name, s)]) for s in sides)

@@ -125,8 +125,13 @@ def report(cmds: list[Command], method: str) -> None:
 
 
 def _prepare(home: Path) -> None:
-    subprocess.run([TOOLDECK, "call", "dice_roll", DICE, "--home", str(home)], check=True,
-                   stdout=subprocess.DEVNULL)
+    """One recorded call, and proof that the timed `call dice_roll` does the work: `tooldeck call` exits 0 on
+    a tool's error too, so its result is read here (each timed run is a fresh process, with a fresh
+    repeated-call guard and budget, and a random roll)."""
+    out = subprocess.run([TOOLDECK, "call", "dice_roll", DICE, "--home", str(home)], check=True,
+                         capture_output=True, text=True).stdout
+    result = json.loads(out)
+    assert not result["is_error"] and result["content"].startswith("Rolled 1d6: "), out
 
 
 _IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")

@@ -27,7 +27,7 @@ from queue import SimpleQueue
 from typing import Any
 
 import tooldeck
-from bench.timing import REPEATS_ALLOWED, ainterleaved_us, report
+from bench.timing import REPEATS_ALLOWED, ainterleaved_us, expect_ok, report
 from tooldeck import handoff
 
 ARGS = '{"a": 1, "b": 2}'
@@ -101,7 +101,7 @@ async def tools(home: Path) -> None:
         variants["openai-agents async FunctionTool"] = peers[1]
     else:
         print("  (openai-agents not installed: `pip install -e '.[bench]'` for the peer rows)")
-    rows = await ainterleaved_us(variants, 50, repeats=31, warmup=50)
+    rows = await ainterleaved_us(variants, 50, repeats=31, warmup=50, check=expect_ok)
     print("A sync tool, one call per turn, records off (median µs per call; target: default ≤ 0.33× the peer's sync):")
     report(rows, baseline)
     rt.close()
@@ -162,7 +162,8 @@ async def traces(home: Path) -> None:
     rt = runtime(home)
     inv = rt.invocation()
     names = {"tooldeck async, 1 call": "add_async", "tooldeck sync default, 1 call": "add"}
-    before = await ainterleaved_us({k: turn(inv, v) for k, v in names.items()}, 50, repeats=21, warmup=50)
+    before = await ainterleaved_us({k: turn(inv, v) for k, v in names.items()}, 50, repeats=21, warmup=50,
+                                   check=expect_ok)
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
@@ -185,7 +186,7 @@ async def traces(home: Path) -> None:
         return one
 
     after = await ainterleaved_us({f"{k}, traced": clearing(turn(inv, v)) for k, v in names.items()}, 50,
-                                  repeats=21, warmup=50)
+                                  repeats=21, warmup=50, check=expect_ok)
     print("Traces: no tracer provider, then the SDK's provider with an in-memory exporter (median µs; the two "
           "halves measured one after the other):")
     report(before + after, "tooldeck async, 1 call")

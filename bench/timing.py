@@ -6,30 +6,62 @@ import socket
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 REPEATS_ALLOWED = 10**9
 """`max_identical_calls` for benches, which repeat one call on purpose: the repeated-call guard still runs
-(its cost is in every figure) but never refuses."""
+(its cost is in every figure) but never refuses a streak. It must be in the Profile the invocation uses (a
+Profile given to `rt.invocation` replaces the Runtime's), and it does not turn off the A-B-A-B check: two
+different calls alternating one per turn with unchanged results are still refused, so check results."""
 
 
-def median_us(fn: Callable[[], object], inner: int, repeats: int = 15) -> float:
+Check = Callable[[Any], object]
+"""Called, outside the clock, with the last value of each timed batch; it raises when that value is not
+the work the bench means to time (a refusal, an error). `expect_ok` is the usual one."""
+
+
+def expect_ok(value: Any) -> None:
+    """Raise unless `value` (a tool result, or a list of them, as `Invocation.run` returns) holds no error:
+    a refused or failed call is not the work a bench times. Refusals are sticky (a streak past
+    `max_identical_calls`, a spent budget), so checking the last result of each batch catches them."""
+    for result in value if isinstance(value, list | tuple) else (value,):
+        if getattr(result, "is_error", False):
+            raise AssertionError(f"a timed call failed ({result.error_code}): {result.content[:300]}")
+
+
+def same_as(first: Any) -> Check:
+    """A check that a one-call turn's result has the content of `first` (a result of the same call taken
+    before timing) and no error."""
+    def check(out: Any) -> None:
+        [result] = out
+        if result.is_error or result.content != first.content:
+            raise AssertionError(f"a timed call returned something else ({result.error_code}): {result.content[:300]}")
+    return check
+
+
+def median_us(fn: Callable[[], object], inner: int, repeats: int = 15, check: Check | None = None) -> float:
     """Median per-iteration time in µs of `fn`, over `repeats` batches of `inner` iterations."""
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(inner):
-            fn()
+            out = fn()
         samples.append((time.perf_counter() - start) / inner * 1e6)
+        if check is not None:
+            check(out)
     return statistics.median(samples)
 
 
-async def amedian_us(fn: Callable[[], Awaitable[object]], inner: int, repeats: int = 15) -> float:
+async def amedian_us(fn: Callable[[], Awaitable[object]], inner: int, repeats: int = 15,
+                     check: Check | None = None) -> float:
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(inner):
-            await fn()
+            out = await fn()
         samples.append((time.perf_counter() - start) / inner * 1e6)
+        if check is not None:
+            check(out)
     return statistics.median(samples)
 
 
@@ -41,21 +73,26 @@ def report(rows: list[tuple[str, float]], baseline: str) -> None:
 
 
 async def ainterleaved_us(variants: dict[str, Callable[[], Awaitable[object]]], inner: int, repeats: int = 25,
-                          per_call_divisor: dict[str, int] | None = None, warmup: int = 0) -> list[tuple[str, float]]:
+                          per_call_divisor: dict[str, int] | None = None, warmup: int = 0,
+                          check: Check | None = None) -> list[tuple[str, float]]:
     """Median µs per iteration of each variant, measured round-robin so that load on a shared machine
     falls on every variant alike (the ratios are what to read). `warmup` calls of each variant first
-    (connections, validators, first listings)."""
+    (connections, validators, first listings). `check`: see `Check` (warm-up results are checked too)."""
     for fn in variants.values():
         for _ in range(warmup):
-            await fn()
+            out = await fn()
+            if check is not None:
+                check(out)
     samples: dict[str, list[float]] = {name: [] for name in variants}
     divisor = per_call_divisor or {}
     for _ in range(repeats):
         for name, fn in variants.items():
             start = time.perf_counter()
             for _ in range(inner):
-                await fn()
+                out = await fn()
             samples[name].append((time.perf_counter() - start) / inner * 1e6 / divisor.get(name, 1))
+            if check is not None:
+                check(out)
     return [(name, statistics.median(values)) for name, values in samples.items()]
 
 

@@ -20,7 +20,8 @@ from bench.records_bench import ARGS, _runtime
 async def _turns(inv: object, calls: list[dict[str, str]], n: int) -> None:
     for _ in range(n):
         inv.gate.budget.total = 0  # type: ignore[attr-defined]
-        await inv.arun(calls)  # type: ignore[attr-defined]
+        out = await inv.arun(calls)  # type: ignore[attr-defined]
+    assert [r.content for r in out] == ["3"] * len(calls), out  # a refused last turn would count other work
 
 
 def main() -> None:
