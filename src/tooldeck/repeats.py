@@ -19,13 +19,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from tooldeck.core.jsonvalue import shown
 from tooldeck.core.results import AgentToolResult
 
 Key = tuple[str, int]
 _PREVIEW = 400
+_RESULTS_KEPT = 64
+"""results remembered beyond the calls the history and streaks still name"""
 
 
 def canonical(args: dict[str, Any]) -> int:
@@ -39,7 +41,13 @@ def canonical(args: dict[str, Any]) -> int:
         return id(args)
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def _digest(value: Any) -> int:
+    if type(value) is dict and _SCALARS.issuperset(map(type, value.values())):
+        # the common case, an object of plain values, hashed in C; the type keeps 1, 1.0 and True apart
+        return hash((dict, frozenset(zip(value, map(type, value.values()), value.values()))))
     if isinstance(value, dict):
         return hash((dict, frozenset((k, _digest(v)) for k, v in value.items())))
     if isinstance(value, list | tuple):  # a host's tuple is the JSON array it stands for
@@ -109,7 +117,7 @@ class RepeatGuard:
                 self.results[key] = _Seen(digest, False, result.content)
             elif seen.last != digest:
                 seen.last, seen.varied, seen.text = digest, True, result.content
-        if len(self.results) > 16:
+        if len(self.results) > _RESULTS_KEPT:  # pruned in batches: a run of distinct calls pays it once in 48
             recent = {key for key, _, _ in self.history} | self.streaks.keys() | self.previous.keys()
             for key in [k for k in self.results if k not in recent]:
                 del self.results[key]
