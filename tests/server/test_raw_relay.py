@@ -215,3 +215,22 @@ async def test_a_served_call_reaches_the_upstream_server_with_a_relay_id(tmp_pat
             seen = json.loads(result.content[0].text)
             assert seen["n"] == n
             assert str(seen["request_id"]).startswith(RAW_PREFIX)
+
+
+def test_a_library_call_goes_out_on_the_relay_too(tmp_path: Path) -> None:
+    """The Runtime path (no MCP client in front) sends on the same channel."""
+    from tooldeck.runtime import Runtime
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"who": {"command": sys.executable,
+                                                                      "args": [str(WHOAMI)]}}}))
+    rt = Runtime(home, builtins=[], records=False, profile={"allow": ["mcp/*"]})
+    try:
+        inv = rt.invocation()
+        [result] = inv.run([{"id": "c1", "name": "mcp__who__whoami", "arguments": {"n": 5}}])
+        assert not result.is_error, result.content
+        seen = json.loads(result.content)
+        assert seen["n"] == 5 and str(seen["request_id"]).startswith(RAW_PREFIX)
+    finally:
+        rt.close()

@@ -232,27 +232,29 @@ class ServerConnection:
         if client is None:
             raise ConnectFailed(self.classify(MCPError(CONNECTION_CLOSED, "the connection closed before the request "
                                                        "was sent"), "session"))
+        raw = self._raw
+        channel = raw.channel if raw is not None else None
         if peer is None:  # the library's path: nothing to register
-            return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            if channel is None:
+                return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            return await self._relay(client, channel, name, arguments, timeout, None, None)
         # A 2026-07-28 server sends log messages only for requests that opt in (a reserved `_meta` key), at the
         # level the peer's own client wants; handshake-era servers use `logging/setLevel` instead.
         level = getattr(peer, "upstream_log_level", None)
         meta: Any = ({LOG_LEVEL_META_KEY: level}
                      if level is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS else None)
         with self.callbacks.call(peer):
-            raw = self._raw
-            channel = raw.channel if raw is not None else None
             if channel is None:
                 return await client.call_tool(name, arguments, read_timeout_seconds=timeout,
                                               progress_callback=progress_callback(peer), meta=meta)
             return await self._relay(client, channel, name, arguments, timeout, meta, peer)
 
     async def _relay(self, client: Client, channel: RawChannel, name: str, arguments: dict[str, Any],
-                     timeout: float, meta: Any, peer: Peer) -> types.CallToolResult:
-        """A served call on the raw channel (`raw_relay.py`): one validation of the result into the model the
-        content mapping reads, and the output-schema check the SDK client makes. A 2026-07-28 header mismatch
-        (the SDK re-lists and resends) or an `InputRequiredResult` (the SDK's driver asks the callbacks and
-        retries) go back to the SDK."""
+                     timeout: float, meta: Any, peer: Peer | None) -> types.CallToolResult:
+        """A call on the raw channel (`raw_relay.py`; served, or the library's): one validation of the result into
+        the model the content mapping reads, and the output-schema check the SDK client makes. A 2026-07-28
+        header mismatch (the SDK re-lists and resends) or an `InputRequiredResult` (the SDK's driver asks the
+        callbacks and retries) go back to the SDK."""
         session = client.session
         on_progress = progress_callback(peer)
         try:
