@@ -28,6 +28,7 @@ for a direct call, `tooldeck serve`'s own (without its upstream) for a served on
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -44,7 +45,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from bench.timing import REPEATS_ALLOWED, ainterleaved_ms, free_port, wait_port
+from bench.timing import ainterleaved_ms, free_port, wait_port
 from tooldeck.runtime import Runtime
 from tooldeck.sources.mcp.loop import BackgroundLoop
 
@@ -54,6 +55,16 @@ PY = sys.executable
 INNER = 20
 REPEATS = 41
 ARGS = {"message": "bench"}
+"""The shape of every call's arguments; each call sends its own (`_args`), so the repeated-call guard
+(`max_identical_calls`) runs in every variant and refuses none."""
+_COUNTER = itertools.count()
+
+
+def _args() -> dict[str, str]:
+    """Distinct arguments for each call (a counter in the message), the same for every variant."""
+    return {"message": f"bench {next(_COUNTER)}"}
+
+
 RUNTIME_TARGET = 1.10
 """The Runtime path (`await inv.arun`) over the direct official-client call."""
 SERVE_TARGET = 1.5
@@ -67,16 +78,14 @@ def _runtime(home: Path, server: dict[str, Any]) -> Runtime:
     home.mkdir(parents=True, exist_ok=True)
     (home / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": server}}), encoding="utf-8")
     return Runtime(home, builtins=[], records=False,
-                   profile={"allow": ["mcp/*"], "max_calls_per_invocation": 10_000_000,
-    "max_identical_calls": REPEATS_ALLOWED})
+                   profile={"allow": ["mcp/*"], "max_calls_per_invocation": 10_000_000})
 
 
 def _tooldeck_call(rt: Runtime) -> Callable[[], Awaitable[Any]]:
     inv = rt.invocation()
-    calls = [{"id": "b1", "name": "mcp__fx__echo", "arguments": ARGS}]
 
     async def run() -> Any:
-        [result] = await inv.arun(calls)
+        [result] = await inv.arun([{"id": "b1", "name": "mcp__fx__echo", "arguments": _args()}])
         if result.is_error:
             raise RuntimeError(result.content)
         return result
@@ -86,14 +95,14 @@ def _tooldeck_call(rt: Runtime) -> Callable[[], Awaitable[Any]]:
 
 def _direct_call(client: Client) -> Callable[[], Awaitable[Any]]:
     async def run() -> Any:
-        return await client.call_tool("echo", ARGS)
+        return await client.call_tool("echo", _args())
 
     return run
 
 
 def _serve_call(client: Client) -> Callable[[], Awaitable[Any]]:
     async def run() -> Any:
-        result = await client.call_tool("mcp__fx__echo", ARGS)
+        result = await client.call_tool("mcp__fx__echo", _args())
         if result.is_error:
             raise RuntimeError(str(result.content))
         return result
@@ -221,14 +230,17 @@ async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
 
 def _sync_facade(rt: Runtime) -> float:
     inv = rt.invocation()
-    calls = [{"id": "s1", "name": "mcp__fx__echo", "arguments": ARGS}]
+
+    def calls() -> list[dict[str, Any]]:
+        return [{"id": "s1", "name": "mcp__fx__echo", "arguments": _args()}]
+
     for _ in range(5):
-        inv.run(calls)
+        inv.run(calls())
     samples = []
     for _ in range(REPEATS):
         start = time.perf_counter()
         for _ in range(INNER):
-            inv.run(calls)
+            inv.run(calls())
         samples.append((time.perf_counter() - start) / INNER * 1e3)
     return statistics.median(samples)
 

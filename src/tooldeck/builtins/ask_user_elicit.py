@@ -10,10 +10,14 @@ the same path upstream servers' requests take to that client, recorded the same 
 - the message names the objective (`state.objective`);
 - `accept` → the fields' values as the answers; `decline` / `cancel` → the user declined.
 
+A client that speaks 2026-07-28 cannot be sent a request during a call; for it the served call is held
+(`server/held_calls.py`): the form goes out as an `InputRequiredResult` of the call, and the client's
+retry with its answer resumes `ask_user` where it waited. The peer decides which way the form travels,
+so this module does not change between the two eras.
+
 A secret question is refused (`ask_user.unavailable`) before anything is sent: the MCP specification
 says servers must not request sensitive information through form elicitation. So is a call with no
-client to ask (outside a served call, a client without the `elicitation` capability, or one that speaks
-2026-07-28, where a server cannot send requests during a call).
+client to ask (outside a served call, or a client without the `elicitation` capability).
 """
 
 from __future__ import annotations

@@ -78,10 +78,12 @@ def client_label(session: Any) -> str:
     return f"mcp:{name}" if isinstance(name, str) and name.strip() else "mcp:client"
 
 
+_ELICITATION = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+
+
 def declared_elicitation(session: Any) -> bool:
     try:
-        return bool(session.check_client_capability(
-            types.ClientCapabilities(elicitation=types.ElicitationCapability())))
+        return bool(session.check_client_capability(_ELICITATION))
     except Exception:  # a session shape we do not know: do not ask
         return False
 

@@ -170,12 +170,16 @@ def _refusal(what: str, capability: str, why: str) -> types.ErrorData:
         f"tooldeck serve cannot relay {what} to its client: {why} (capability `{capability}` missing)."))
 
 
+_ASKABLE = tuple(types.ClientCapabilities(**{capability: kind()}) for capability, kind in _CAPABILITIES.items())
+"""One capability set per kind of request, built once: `can_be_asked` runs on every call of a 2026-07-28 client."""
+
+
 def can_be_asked(session: Any) -> bool:
     """Whether the client declared any of sampling, elicitation, roots (then a 2026-07-28 call is held so that
     upstream requests can reach it)."""
-    for capability, kind in _CAPABILITIES.items():
+    for capabilities in _ASKABLE:
         try:
-            if session.check_client_capability(types.ClientCapabilities(**{capability: kind()})):
+            if session.check_client_capability(capabilities):
                 return True
         except Exception:  # a session shape we do not know: do not ask
             return False

@@ -25,7 +25,7 @@ from typing import IO, Any
 import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, LOG_LEVEL_META_KEY
+from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tooldeck.sources.mcp import listing
@@ -34,6 +34,7 @@ from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import STDERR_READ_BYTES, Evidence, last_lines
 from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Stage, Target, describe
+from tooldeck.sources.mcp.raw_relay import RawChannel, RawTransport
 from tooldeck.sources.mcp.transport import open_transport, raw_line
 
 log = logging.getLogger("tooldeck.mcp")
@@ -66,6 +67,8 @@ class ServerConnection:
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
+        self._raw: RawTransport | None = None
+        """The transport of the current client, with the channel that relays served calls (`raw_relay.py`)."""
         self.listeners: list[Callable[[Any], None]] = []
         """Called with every message the server sends on its own (`resources.Watches` relays resource updates)."""
 
@@ -174,7 +177,8 @@ class ServerConnection:
         try:
             if self.endpoint.transport == "stdio":
                 errlog = self._open_errlog()
-            transport = open_transport(self.endpoint, errlog, self.connect_timeout, self.evidence)
+            transport = self._raw = RawTransport(open_transport(self.endpoint, errlog, self.connect_timeout,
+                                                                self.evidence))
             cb = self.callbacks
             client = Client(transport, mode=self.protocol, cache=None, client_info=CLIENT_INFO,
                             message_handler=self._on_message, sampling_callback=cb.sampling,
@@ -228,16 +232,51 @@ class ServerConnection:
         if client is None:
             raise ConnectFailed(self.classify(MCPError(CONNECTION_CLOSED, "the connection closed before the request "
                                                        "was sent"), "session"))
+        raw = self._raw
+        channel = raw.channel if raw is not None else None
         if peer is None:  # the library's path: nothing to register
-            return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            if channel is None:
+                return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            return await self._relay(client, channel, name, arguments, timeout, None, None)
         # A 2026-07-28 server sends log messages only for requests that opt in (a reserved `_meta` key), at the
         # level the peer's own client wants; handshake-era servers use `logging/setLevel` instead.
         level = getattr(peer, "upstream_log_level", None)
         meta: Any = ({LOG_LEVEL_META_KEY: level}
                      if level is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS else None)
         with self.callbacks.call(peer):
+            if channel is None:
+                return await client.call_tool(name, arguments, read_timeout_seconds=timeout,
+                                              progress_callback=progress_callback(peer), meta=meta)
+            return await self._relay(client, channel, name, arguments, timeout, meta, peer)
+
+    async def _relay(self, client: Client, channel: RawChannel, name: str, arguments: dict[str, Any],
+                     timeout: float, meta: Any, peer: Peer | None) -> types.CallToolResult:
+        """A call on the raw channel (`raw_relay.py`; served, or the library's): one validation of the result into
+        the model the content mapping reads, and the output-schema check the SDK client makes. A 2026-07-28
+        header mismatch (the SDK re-lists and resends) or an `InputRequiredResult` (the SDK's driver asks the
+        callbacks and retries) go back to the SDK."""
+        session = client.session
+        on_progress = progress_callback(peer)
+        try:
+            raw = await channel.call(session._stamp, name, arguments, timeout, meta, on_progress)  # type: ignore[arg-type]
+        except MCPError as exc:
+            if exc.code != HEADER_MISMATCH or client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                raise
             return await client.call_tool(name, arguments, read_timeout_seconds=timeout,
-                                          progress_callback=progress_callback(peer), meta=meta)
+                                          progress_callback=on_progress, meta=meta)
+        if raw.get("resultType") == "input_required":
+            first = types.InputRequiredResult.model_validate(raw, by_name=False)
+
+            async def retry(responses: Any, state: str | None) -> Any:
+                return await session.call_tool(name, arguments, read_timeout_seconds=timeout,
+                                               progress_callback=on_progress, input_responses=responses,
+                                               request_state=state, meta=meta, allow_input_required=True)
+
+            return await client._drive_input_required(first, retry)  # type: ignore[no-any-return]
+        result = types.CallToolResult.model_validate(raw, by_name=False)
+        if not result.is_error:
+            await session.validate_tool_result(name, result)
+        return result
 
     async def list_tools(self, timeout: float) -> listing.Listing:
         """Every page of tools/list (`listing.py`), as raw tool objects with wire field names."""
