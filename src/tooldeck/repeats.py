@@ -47,7 +47,7 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 def _digest(value: Any) -> int:
     if type(value) is dict and _SCALARS.issuperset(map(type, value.values())):
         # the common case, an object of plain values, hashed in C; the type keeps 1, 1.0 and True apart
-        return hash((dict, frozenset(zip(value, map(type, value.values()), value.values()))))
+        return hash((dict, frozenset(zip(value, map(type, value.values()), value.values(), strict=True))))
     if isinstance(value, dict):
         return hash((dict, frozenset((k, _digest(v)) for k, v in value.items())))
     if isinstance(value, list | tuple):  # a host's tuple is the JSON array it stands for
