@@ -75,6 +75,9 @@ CONFIG_ENV_MISSING = "mcp.config_env_missing"
 UNKNOWN_SERVER = "mcp.unknown_server"
 UNKNOWN_TOOL = "mcp.unknown_tool"
 """`tooldeck mcp approve SERVER TOOL` names a tool the server's cached catalog does not list."""
+PIN_MISMATCH = "mcp.pin_mismatch"
+"""`tooldeck mcp approve ... --expect DIGEST`: the listed definition is not the one reviewed (it changed again since
+`tooldeck mcp diff`); nothing is approved."""
 
 
 class McpConfigError(TooldeckError, ValueError):
