@@ -357,21 +357,14 @@ def approve(
     import sqlite3
 
     from tooldeck.core.errors import TooldeckError
-    from tooldeck.sources.mcp.errors import PIN_MISMATCH
-    from tooldeck.sources.mcp.pins import expect_problem
+    from tooldeck.sources.mcp import errors
 
-    for value in expect or ():
-        problem = expect_problem(value)
-        if problem is not None:
-            fail_usage(f"mcp.expect_invalid: {problem}")
-    if expect and tool is not None and len(expect) > 1:
-        fail_usage(f"mcp.expect_invalid: one tool ({tool}) has one digest; give --expect once")
     who = by or _user(getpass)
     manager = _require_manager(home)
     try:
         approved = manager.approve(server, tool, who, expect or None)
     except TooldeckError as exc:
-        if exc.code == PIN_MISMATCH:  # not bad input: the server's definition moved under the user
+        if exc.code == errors.PIN_MISMATCH:  # not bad input: the server's definition moved under the user
             typer.echo(f"error: {exc.code}: {exc.message}", err=True)
             raise typer.Exit(1) from None
         usage_errors(exc)

@@ -78,6 +78,8 @@ UNKNOWN_TOOL = "mcp.unknown_tool"
 PIN_MISMATCH = "mcp.pin_mismatch"
 """`tooldeck mcp approve ... --expect DIGEST`: the listed definition is not the one reviewed (it changed again since
 `tooldeck mcp diff`); nothing is approved."""
+EXPECT_INVALID = "mcp.expect_invalid"
+"""`--expect` is not a definition digest (or several are given for one tool)."""
 
 
 class McpConfigError(TooldeckError, ValueError):

@@ -30,6 +30,7 @@ from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp import failure_store, pin_checks
 from tooldeck.sources.mcp.errors import (
+    EXPECT_INVALID,
     PIN_MISMATCH,
     PINS_UNAVAILABLE,
     UNKNOWN_SERVER,
@@ -37,7 +38,7 @@ from tooldeck.sources.mcp.errors import (
     McpConfigError,
 )
 from tooldeck.sources.mcp.explain import explain_unknown
-from tooldeck.sources.mcp.pins import PinStore, digest, unexpected
+from tooldeck.sources.mcp.pins import PinStore, digest, expect_problem, unexpected
 from tooldeck.sources.mcp.state import McpDirs, ServerState
 
 
@@ -105,6 +106,8 @@ class Servers:
         the approved names. With `expect` (the digests the user reviewed), only when the definitions to approve
         are exactly those. Raises McpConfigError (`mcp.unknown_server`, `mcp.unknown_tool`, `mcp.pin_mismatch`)
         and sqlite3.Error."""
+        if expect is not None:
+            _check_expect_values(tool, expect)
         state = self.named(name)
         tools = state.catalog.tools if state.catalog is not None else ()
         if tool is not None:
@@ -200,6 +203,15 @@ def descriptor(tid: ToolId, server: str, tool: dict[str, Any], label: str | None
         annotations=ToolAnnotations.from_mcp(annotations), model_name=mcp_model_name(label or server, tid.name),
         short_name=tid.name if original else None,
     )
+
+
+def _check_expect_values(tool: str | None, expect: Sequence[str]) -> None:
+    for value in expect:
+        problem = expect_problem(value)
+        if problem is not None:
+            raise McpConfigError(EXPECT_INVALID, problem)
+    if tool is not None and len(expect) > 1:
+        raise McpConfigError(EXPECT_INVALID, f"one tool ({tool}) has one digest: give --expect once")
 
 
 def _check_expected(server: str, chosen: list[dict[str, Any]], expect: Sequence[str]) -> None:
