@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from time import monotonic_ns as _monotonic_ns
 from typing import TYPE_CHECKING
 
 from tooldeck.policy.redact import MIN_CHARS, Redactor
@@ -47,23 +48,25 @@ class RedactionPolicy:
     """The redactor of one Profile setting (`redact`, `redact_formats`, `redact_patterns`,
     `redact_ignore`), rebuilt by the registry when the known values change."""
 
-    __slots__ = ("_redactor", "_sync", "formats", "ignore", "known", "patterns")
+    __slots__ = ("_redactor", "_stored", "formats", "ignore", "known", "patterns")
 
     def __init__(self, known: bool, formats: bool, patterns: tuple[str, ...], ignore: frozenset[str],
-                 sync: Callable[[], None] | None = None) -> None:
+                 stored: StoredSecrets | None = None) -> None:
         self.known = known
         self.formats = formats
         self.patterns = patterns
         self.ignore = ignore
         self._redactor: Redactor | None = None
-        self._sync = sync if known else None
+        self._stored = stored if known else None
 
     @property
     def redactor(self) -> Redactor | None:
-        """What projection applies to every result; None when there is nothing to redact. Asking for it first
-        brings in the values of the secrets store when it changed (`stored_secrets.py`: a stat when not)."""
-        if self._sync is not None:
-            self._sync()
+        """What projection applies to every result; None when there is nothing to redact. Asking for it brings in
+        the values of the secrets store when it changed (`stored_secrets.py`): a clock read, and a stat when the
+        store was last looked at CHECK_EVERY_NS ago or more."""
+        stored = self._stored
+        if stored is not None and _monotonic_ns() >= stored.next_ns:  # the sync's own first test, inlined
+            stored.sync()
         return self._redactor
 
     def rebuild(self, values: Mapping[str, str]) -> None:
@@ -121,7 +124,7 @@ class KnownSecrets:
             with self._lock:
                 found = self._policies.get(key)
                 if found is None:
-                    found = RedactionPolicy(*key, sync=self.stored.sync)  # type: ignore[arg-type,misc]
+                    found = RedactionPolicy(*key, stored=self.stored)  # type: ignore[arg-type,misc]
                     found.rebuild(self._values)
                     self._policies[key] = found
         return found

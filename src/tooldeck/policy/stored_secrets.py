@@ -74,7 +74,8 @@ class StoredSecrets:
         self._where: tuple[str | None, str | None] | None = None
         self._directory = ""
         self._seen: Stamp = _UNSEEN
-        self._next_ns = 0
+        self.next_ns = 0
+        """The monotonic time of the next look (the policy's `redactor` tests it before calling `sync`)."""
 
     def _stamp(self) -> Stamp:
         where = (os.environ.get("TOOLDECK_SECRETS_DIR"), os.environ.get("XDG_CONFIG_HOME"))
@@ -90,9 +91,9 @@ class StoredSecrets:
         """Remember every stored value if the store changed since the last look (a clock read when it was
         looked at less than CHECK_EVERY_NS ago, one stat when not)."""
         now = time.monotonic_ns()
-        if now < self._next_ns:
+        if now < self.next_ns:
             return
-        self._next_ns = now + CHECK_EVERY_NS
+        self.next_ns = now + CHECK_EVERY_NS
         if self._stamp() == self._seen:
             return
         with self._lock:
