@@ -7,7 +7,9 @@
 - the repeated-call guard (on by default) vs `max_identical_calls = 0`;
 - one Python pre-call hook (allowing every call) vs no hook: a whole one-call turn, records off;
 - an executable pre-call hook (`true`, which reads nothing and allows) beside a bare `subprocess.run` of
-  the same program fed the same JSON, and beside the same turn without the hook.
+  the same program fed the same JSON, and beside the same turn without the hook;
+- a turn of four calls whose executable pre-call hook takes 0.1 s (`sleep 0.1`): concurrency-safe calls,
+  whose hooks run together, vs the same tool listed in `serial`, whose hooks run one after another.
 
     python -m bench.policy_bench
 """
@@ -129,6 +131,7 @@ def main() -> None:
     _row("The repeated-call guard (on by default) (median of 21 interleaved batches of 20,000 gate checks):",
          "guard off", _interleaved({"guard off": check(no_guard), "guard on": check(plain)}, 20_000))
     _hooks(home, {**base, "max_identical_calls": 0})  # the guard apart: its streak of 100,000 calls is not the hook
+    _turn_hooks(home, {**base, "max_identical_calls": 0})
     for r in rts:
         r.close()
 
@@ -180,6 +183,31 @@ def _hooks(home: Path, base: dict[str, Any]) -> None:
          _batched({"bare subprocess.run": bare, "turn with the hook": _turns(exe, loop),
                    "turn without a hook": _turns(plain, loop)}, 40, 9))
     for r in (rt_plain, rt_py, rt_exe):
+        r.close()
+
+
+def _turn_hooks(home: Path, base: dict[str, Any]) -> None:
+    sleep = shutil.which("sleep") or "/bin/sleep"
+    hooks = [{"event": "pre_call", "tool": "extension/bench:add", "command": [sleep, "0.1"]}]
+    rt_together, _ = _gate(home / "turn_together", {**base, "hooks": hooks})
+    rt_serial, _ = _gate(home / "turn_serial", {**base, "hooks": hooks, "serial": ["extension/bench:add"]})
+    loop = rt_together.loop()
+    turn = [{"id": f"c{i}", "name": "add", "arguments": '{"a": 1, "b": 2}'} for i in range(4)]
+    invs = {"serial tool (hooks one by one)": rt_serial.invocation(),
+            "concurrency-safe (hooks together)": rt_together.invocation()}
+    samples: dict[str, list[float]] = {name: [] for name in invs}
+    for _ in range(7):
+        for name, inv in invs.items():
+            start = time.perf_counter()
+            results = loop.run_until_complete(inv.arun(turn))
+            samples[name].append((time.perf_counter() - start) * 1e3)
+            assert [r.content for r in results] == ["3"] * 4
+    base_ms = statistics.median(samples["serial tool (hooks one by one)"])
+    print("A turn of 4 calls, each with an executable pre-call hook of 0.1 s (median of 7 interleaved turns):")
+    for name, values in samples.items():
+        ms = statistics.median(values)
+        print(f"  {name:<34} {ms:8.1f} ms  {ms / base_ms:5.2f}× serial tool")
+    for r in (rt_together, rt_serial):
         r.close()
 
 

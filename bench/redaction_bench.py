@@ -6,13 +6,17 @@ Results of 1 KiB and 100 KiB of text (a tool's plain `str`, projected inline) th
 - `10 values`: ten known secrets, none in the result (the usual case once a config names secrets);
 - `10 values + formats`: the same with `redact_formats = true`;
 - `40 values`: forty known secrets (past MANY_VALUES: one RE2 alternation instead of `in` scans);
-- `hit`: ten known secrets, one of them in the result (a marker is written).
+- `hit`: ten known secrets, one of them in the result (a marker is written);
+- `default policy …`: a runtime's policy with nothing known (`redactor` None), without and with the look at
+  the secrets store (policy/stored_secrets.py: a clock read, a `stat` at most every 10 ms), nothing stored and
+  one secret stored (unchanged since the first look).
 
     python -m bench.redaction_bench
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import statistics
 import tempfile
@@ -21,7 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tooldeck.policy.known_secrets import RedactionPolicy
+from tooldeck.policy.stored_secrets import StoredSecrets
 from tooldeck.projection import Guidance, Projector
+from tooldeck.secrets.filebox import FileBox
 
 SIZES = {"1 KiB": 1024, "100 KiB": 100 * 1024}
 
@@ -39,6 +45,16 @@ def _projector(root: Path, values: list[str], formats: bool) -> Projector:
     return Projector(root, "inv_bench", 10**9, 3_000, Guidance(None, None), policy)
 
 
+def _watched(root: Path, store: Path) -> Projector:
+    """A runtime's default policy with nothing known, looking at the secrets store in `store`."""
+    os.environ["TOOLDECK_SECRETS_DIR"] = str(store)
+    watch = StoredSecrets(lambda pairs: None)
+    watch.sync()  # the first look (and load) happens once per process: not what a result costs
+    policy = RedactionPolicy(True, False, (), frozenset(), stored=watch)
+    policy.rebuild({})
+    return Projector(root, "inv_bench", 10**9, 3_000, Guidance(None, None), policy)
+
+
 def _median_us(fn: Callable[[], object], inner: int, repeats: int = 15) -> float:
     samples = []
     for _ in range(repeats):
@@ -53,8 +69,18 @@ def main() -> None:
     root = Path(tempfile.mkdtemp())
     ten = [secrets.token_urlsafe(24) for _ in range(10)]
     forty = [secrets.token_urlsafe(24) for _ in range(40)]
+    os.environ["TOOLDECK_SECRETS_BACKEND"] = "file"
+    stored = root / "stored"
+    FileBox(stored).set("BENCH_SECRET", secrets.token_urlsafe(24))
+    os.utime(stored, (time.time() - 60, time.time() - 60))  # older than the racy window: trusted
+    plain = RedactionPolicy(True, False, (), frozenset())
+    plain.rebuild({})
     variants = {
         "none": (_projector(root, [], False), False),
+        "default policy, no store look": (Projector(root, "inv_bench", 10**9, 3_000, Guidance(None, None), plain),
+                                          False),
+        "default policy, nothing stored": (_watched(root, root / "never-stored"), False),
+        "default policy, one stored": (_watched(root, stored), False),
         "10 values": (_projector(root, ten, False), False),
         "10 values + formats": (_projector(root, ten, True), False),
         "40 values": (_projector(root, forty, False), False),

@@ -9,7 +9,7 @@ import importlib
 import typing
 
 if typing.TYPE_CHECKING:
-    from tooldeck.catalog.profile import Profile
+    from tooldeck.catalog.profile import HookSpec, Profile
     from tooldeck.catalog.runs import RunState
     from tooldeck.catalog.sources import CallContext, Executable, InvocationView, StaticSource, ToolSource
     from tooldeck.core.arguments import ToolArguments
@@ -19,6 +19,7 @@ if typing.TYPE_CHECKING:
     from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
     from tooldeck.dispatch import ConfirmationRequest
     from tooldeck.policy.approvals import Approval
+    from tooldeck.policy.hooks import Hook, HookAnswer, HookCall, Hooks
     from tooldeck.records.port import Recorder
     from tooldeck.runtime import Invocation, Runtime, open
 
@@ -31,6 +32,11 @@ _EXPORTS = {
     "CallContext": "tooldeck.catalog.sources",
     "ConfirmationRequest": "tooldeck.dispatch",
     "Executable": "tooldeck.catalog.sources",
+    "Hook": "tooldeck.policy.hooks",
+    "HookAnswer": "tooldeck.policy.hooks",
+    "HookCall": "tooldeck.policy.hooks",
+    "HookSpec": "tooldeck.catalog.profile",
+    "Hooks": "tooldeck.policy.hooks",
     "Invocation": "tooldeck.runtime",
     "InvocationView": "tooldeck.catalog.sources",
     "Profile": "tooldeck.catalog.profile",
@@ -56,6 +62,11 @@ __all__ = [
     "CallContext",
     "ConfirmationRequest",
     "Executable",
+    "Hook",
+    "HookAnswer",
+    "HookCall",
+    "HookSpec",
+    "Hooks",
     "Invocation",
     "InvocationView",
     "Profile",

@@ -108,9 +108,9 @@ class Projector:
 
     def project(self, call_id: str, tool_id: str | None, round_no: int, output: ToolOutput | Any) -> AgentToolResult:
         """`output` is a ToolOutput, or the plain value a tool returned (see `as_output`)."""
-        secrets = self.secrets
-        if secrets is not None and secrets.redactor is not None:
-            clean, redaction = secrets.redactor.output(as_output(output))
+        redactor = self.secrets.redactor if self.secrets is not None else None  # a property: once per result
+        if redactor is not None:
+            clean, redaction = redactor.output(as_output(output))
             if redaction is not None:
                 result = self._project(call_id, tool_id, round_no, clean)
                 result.redaction = redaction

@@ -74,3 +74,43 @@ def test_importing_a_port_loads_no_runtime() -> None:
     loaded = set(json.loads(out.splitlines()[-1]))
     assert "tooldeck.catalog.sources" in loaded
     assert not loaded & {"tooldeck.runtime", "tooldeck.invocation", "tooldeck.dispatch", "tooldeck.gate"}
+
+
+def test_the_hook_types_a_host_writes_hooks_with_are_exported_from_tooldeck(tmp_path: Path) -> None:
+    """Issue 19 follow-up: a host writes hooks with `tooldeck.*` names only, and they work."""
+    from tooldeck.catalog.profile import HookSpec
+    from tooldeck.policy.hooks import Hook, HookAnswer, HookCall, Hooks
+
+    assert set(tooldeck.__all__) >= {"Hook", "HookAnswer", "HookCall", "HookSpec", "Hooks"}
+    assert (tooldeck.Hook, tooldeck.HookAnswer, tooldeck.HookCall, tooldeck.HookSpec, tooldeck.Hooks) == (
+        Hook, HookAnswer, HookCall, HookSpec, Hooks)
+    seen: list[tooldeck.HookCall] = []
+
+    def deny_big(call: tooldeck.HookCall) -> tooldeck.HookAnswer | None:
+        seen.append(call)
+        return tooldeck.HookAnswer("deny", "too big") if call.arguments["a"] > 9 else None
+
+    spec = tooldeck.HookSpec(event="pre_call", tool="extension/*", name="tag",
+                             command=[sys.executable, "-c", "print('{\"context\": \"checked by the spec\"}')"])
+    profile = tooldeck.Profile(hooks=[spec])
+    with tooldeck.Runtime(tmp_path / "home", records=False, profile=profile,
+                          hooks=[tooldeck.Hook.python("pre_call", deny_big, "extension/*")]) as rt:
+        @rt.tool("ext")
+        def add(a: int, b: int) -> int:
+            return a + b
+
+        inv = rt.invocation()
+        [ok, denied] = inv.run([{"id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}},
+                                {"id": "c2", "name": "add", "arguments": {"a": 10, "b": 2}}])
+    assert ok.content == "3\n\nchecked by the spec", ok.content  # the Python hook, then the Profile's executable
+    assert denied.error_code == "hook.denied" and "too big" in denied.content
+    assert [c.call_id for c in seen] == ["c1", "c2"]
+
+
+def test_importing_the_hook_types_loads_no_runtime() -> None:
+    code = ("import sys, json\nfrom tooldeck import Hook, HookAnswer, HookCall\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('tooldeck'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    loaded = set(json.loads(out.splitlines()[-1]))
+    assert "tooldeck.policy.hooks" in loaded
+    assert not loaded & {"tooldeck.runtime", "tooldeck.invocation", "tooldeck.dispatch", "tooldeck.gate"}

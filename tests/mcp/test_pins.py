@@ -171,3 +171,42 @@ def test_two_processes_seeing_a_tool_first_at_once_keep_one_pin(tmp_path: Path) 
     assert outs[0] == outs[1] and len(outs[0]) == 64
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT count(*) FROM pins").fetchone() == (1,)
+
+
+def test_approve_expect_refuses_a_definition_that_changed_again_after_diff(tmp_path: Path) -> None:
+    """`diff` shows one definition; the server changes it again before `approve`: with `--expect` the reviewed
+    digest no longer matches, so nothing is approved and the tool stays withheld."""
+    home, flag = _home(tmp_path, pin=True)
+    assert _cli(home, "mcp", "refresh", "fx").returncode == 0
+    flag.write_text("Echo the message, politely.", encoding="utf-8")
+    assert _cli(home, "mcp", "refresh", "fx").returncode == 0
+    [reviewed] = json.loads(_cli(home, "mcp", "diff", "fx", "--json").stdout)
+    shown = _cli(home, "mcp", "diff", "fx").stdout
+    assert f"tooldeck mcp approve fx echo --expect {reviewed['digest']}" in shown
+
+    flag.write_text(POISON, encoding="utf-8")  # the rug pull between diff and approve
+    assert _cli(home, "mcp", "refresh", "fx").returncode == 0
+    pins = home / "mcp" / "pins.sqlite"
+    before = pins.read_bytes()
+    for args in (("echo", "--expect", reviewed["digest"]), ("--expect", reviewed["digest"][:16])):
+        refused = _cli(home, "mcp", "approve", "fx", *args, "--by", "alice")
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "mcp.pin_mismatch" in refused.stderr and "Nothing was approved" in refused.stderr
+        assert "`echo` is now listed with digest" in refused.stderr
+        assert pins.read_bytes() == before  # nothing written
+    with Runtime(home) as rt:
+        assert "mcp__fx__echo" not in rt.invocation().call_names()
+
+    bad = _cli(home, "mcp", "approve", "fx", "echo", "--expect", "xyz")
+    assert bad.returncode == 2 and "mcp.expect_invalid" in bad.stderr
+    assert pins.read_bytes() == before
+
+    [now] = json.loads(_cli(home, "mcp", "diff", "fx", "--json").stdout)  # review again, approve what is seen
+    assert now["changes"][0]["new"] == POISON and now["digest"] != reviewed["digest"]
+    done = _cli(home, "mcp", "approve", "fx", "--expect", now["digest"], "--by", "alice", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["approved"] == ["echo"], done.stderr
+    with sqlite3.connect(pins) as db:
+        [(stored, who)] = db.execute("SELECT digest, approved_by FROM pins WHERE tool = 'echo'").fetchall()
+    assert stored == now["digest"] and who == "alice"
+    again = _cli(home, "mcp", "approve", "fx", "--expect", now["digest"])  # already approved: nothing to match
+    assert again.returncode == 1 and "mcp.pin_mismatch" in again.stderr

@@ -133,3 +133,29 @@ def test_the_digest_ignores_key_order_and_fields_that_are_not_pinned(defn: dict[
 def test_render_spells_out_invisible_characters() -> None:
     [change] = pin_diff.changes({"description": "Echo."}, {"description": "Echo.\u200b\u202e"})
     assert pin_diff.render(change) == ["/description (changed)", "  - Echo.", "  + Echo.\\u200b\\u202e"]
+
+
+_TOOLS = st.lists(st.fixed_dictionaries({"name": st.text(min_size=1, max_size=8), "description": st.text(max_size=40)}),
+                  max_size=4, unique_by=lambda t: t["name"])
+
+
+@SETTINGS
+@given(st.text(max_size=80))
+def test_expect_accepts_only_hex_digests_or_long_prefixes(value: str) -> None:
+    ok = 16 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value)
+    problem = pins.expect_problem(value)
+    assert (problem is None) == ok
+    if problem is not None:
+        assert "tooldeck mcp diff" in problem
+
+
+@SETTINGS
+@given(_TOOLS, st.data())
+def test_expect_matches_exactly_the_reviewed_definitions(tools: list[dict[str, Any]], data: st.DataObject) -> None:
+    reviewed = [pins.digest(t)[: data.draw(st.integers(16, 64))] for t in tools]
+    assert pins.unexpected(tools, reviewed) == ([], [])
+    if tools:  # one definition moves after review: exactly that tool is reported, and its old digest is unmatched
+        i = data.draw(st.integers(0, len(tools) - 1))
+        moved = [dict(t, description=t["description"] + "!") if j == i else t for j, t in enumerate(tools)]
+        stray, unmatched = pins.unexpected(moved, reviewed)
+        assert stray == [tools[i]["name"]] and unmatched == [reviewed[i]]

@@ -1,6 +1,6 @@
-"""`tooldeck mcp list | tools SERVER | refresh [SERVER] | diff SERVER | approve SERVER [TOOL] | login SERVER |
-logout SERVER`: the configured MCP servers, their tools, their changed tool definitions (`sources/mcp/pins.py`),
-and the OAuth sign-in of HTTP servers (`sources/mcp/login.py`).
+"""`tooldeck mcp list | tools SERVER | refresh [SERVER] | diff SERVER | approve SERVER [TOOL] [--expect DIGEST] |
+login SERVER | logout SERVER`: the configured MCP servers, their tools, their changed tool definitions
+(`sources/mcp/pins.py`), and the OAuth sign-in of HTTP servers (`sources/mcp/login.py`).
 
 A server that failed shows its failure code, the cause and the next step; these commands print it
 themselves, so the `tooldeck.mcp` warnings that say the same are held back while they run. The MCP
@@ -331,7 +331,11 @@ def diff(server: ServerArgument, home: HomeOption = DEFAULT_HOME, as_json: JsonO
     for d in diffs:
         for line in d.lines():
             typer.echo(line)
-    typer.echo(f"\nApprove with `tooldeck mcp approve {server}` (all) or `tooldeck mcp approve {server} TOOL`.")
+        if d.digest is not None:
+            typer.echo(f"  approve exactly this: tooldeck mcp approve {server} {d.tool} --expect {d.digest}")
+    every = " ".join(f"--expect {d.digest}" for d in diffs if d.digest is not None)
+    typer.echo(f"\nApprove what is shown above with `tooldeck mcp approve {server} {every}` (every tool) or the "
+               "line under a tool; without --expect, approve takes whatever the cached catalog holds then.")
 
 
 def approve(
@@ -341,6 +345,10 @@ def approve(
     home: HomeOption = DEFAULT_HOME,
     by: Annotated[str | None, typer.Option("--by", metavar="NAME", help="Who approves (recorded); the OS user "
                                            "by default.")] = None,
+    expect: Annotated[list[str] | None, typer.Option(
+        "--expect", metavar="DIGEST", help="The definition digest `tooldeck mcp diff` printed (repeat it for every "
+        "tool when TOOL is omitted): refuse (mcp.pin_mismatch, nothing approved) if what would be approved now is "
+        "not exactly what was reviewed.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Approve the listed definition of a tool (or of every changed tool): it becomes the pinned one, with who and
@@ -349,12 +357,16 @@ def approve(
     import sqlite3
 
     from tooldeck.core.errors import TooldeckError
+    from tooldeck.sources.mcp import errors
 
     who = by or _user(getpass)
     manager = _require_manager(home)
     try:
-        approved = manager.approve(server, tool, who)
+        approved = manager.approve(server, tool, who, expect or None)
     except TooldeckError as exc:
+        if exc.code == errors.PIN_MISMATCH:  # not bad input: the server's definition moved under the user
+            typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+            raise typer.Exit(1) from None
         usage_errors(exc)
     except sqlite3.Error as exc:
         typer.echo(f"error: mcp.pins_unavailable: {manager.servers.pin_store.path}: {exc}", err=True)

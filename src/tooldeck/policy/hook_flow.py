@@ -1,14 +1,20 @@
 """Where hooks meet a turn: the pre-call hooks of its admitted calls (`settle`, before anything of the turn
 runs or is recorded as started) and the post-call hooks of a call's output (`after`, before projection).
 
-Pre-call hooks run in call order, each hook of a call in chain order on the arguments the previous one
-left; a rewrite is validated again against the tool's schema. Then the gate decides the argument rules
-and the permission on the final arguments (`Gate.permit`). Every hook run is an event in the records
-(`hook`: which hook, what it decided).
+Each hook of a call runs in chain order on the arguments the previous one left; a rewrite is validated
+again against the tool's schema. Then the gate decides the argument rules and the permission on the final
+arguments (`Gate.permit`). Every hook run is an event in the records (`hook`: which hook, what it decided).
+
+Across the calls of a turn, hooks follow how dispatch will run the calls (dispatch.py): the chains of
+consecutive concurrency-safe calls run together (at most `max_concurrency` at a time), and a call that
+runs alone (a mutating or `serial` tool) has its chain run alone, after the chains of the calls before it
+and before those of the calls after it. A chain that raises (a host fault, not a hook's failure, which is a
+refusal) cancels the others of its group and propagates as it is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,9 +31,43 @@ if TYPE_CHECKING:
 
 async def settle(inv: Invocation, calls: Sequence[Call], checks: list[Admitted | Refused]) -> None:
     """Run the pending pre-call hooks of a turn's calls; each such check is replaced by the final one."""
+    group: list[int] = []  # pending chains of consecutive concurrency-safe calls
     for i, chk in enumerate(checks):
-        if type(chk) is Admitted and chk.hooks is not None:
-            checks[i] = await pre_call(inv, calls[i].id, chk)
+        if type(chk) is not Admitted:
+            continue  # a refusal runs nothing: it does not split a group, as in dispatch
+        if not chk.entry.concurrency_safe:
+            await _together(inv, calls, checks, group)
+            group = []
+            if chk.hooks is not None:
+                checks[i] = await pre_call(inv, calls[i].id, chk)
+        elif chk.hooks is not None:
+            group.append(i)
+    await _together(inv, calls, checks, group)
+
+
+async def _together(inv: Invocation, calls: Sequence[Call], checks: list[Admitted | Refused],
+                    group: list[int]) -> None:
+    """The pre-call chains of `group` (indexes of concurrency-safe calls), concurrently under the Profile's cap."""
+    if len(group) < 2:
+        for i in group:  # one chain: no task
+            checks[i] = await pre_call(inv, calls[i].id, checks[i])  # type: ignore[arg-type]
+        return
+    slots = asyncio.Semaphore(max(1, inv.profile.max_concurrency))
+
+    async def one(i: int) -> None:
+        async with slots:
+            checks[i] = await pre_call(inv, calls[i].id, checks[i])  # type: ignore[arg-type]
+
+    tasks = [asyncio.ensure_future(one(i)) for i in group]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:  # cancelled, or a chain raised: stop the others (their hooks' processes are killed) before leaving
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
 
 
 async def pre_call(inv: Invocation, call_id: str, chk: Admitted) -> Admitted | Refused:

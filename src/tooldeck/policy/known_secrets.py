@@ -3,9 +3,10 @@
 Values are remembered where tooldeck reads them: `${VAR}` / `${secret:NAME}` expansion
 (`sources/mcp/config_checks.expand`, which the MCP configs, `[models]` and `serve.token` all use),
 `secrets.store.lookup` and `store_secret`, a model's API key (`agent/models.resolve_model`), the
-OAuth tokens of an MCP server (`sources/mcp/tokens.py`); and when a Runtime opens a home,
+OAuth tokens of an MCP server (`sources/mcp/tokens.py`); when a Runtime opens a home,
 `scan_home` reads the `${…}` references of its `tooldeck.toml` / `mcp.json` so their values are
-known before any server connects.
+known before any server connects; and every value of the secrets store, whoever stored it, when a
+redactor is first needed and whenever the store changes (`stored_secrets.py`).
 
 The registry is per process (a secret read for one Runtime is a secret for all of them: redacting
 it everywhere is the safe side). It pushes each change to the `RedactionPolicy` of every Profile
@@ -18,11 +19,13 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from time import monotonic_ns as _monotonic_ns
 from typing import TYPE_CHECKING
 
 from tooldeck.policy.redact import MIN_CHARS, Redactor
+from tooldeck.policy.stored_secrets import StoredSecrets
 
 if TYPE_CHECKING:
     from tooldeck.catalog.profile import Profile
@@ -45,20 +48,31 @@ class RedactionPolicy:
     """The redactor of one Profile setting (`redact`, `redact_formats`, `redact_patterns`,
     `redact_ignore`), rebuilt by the registry when the known values change."""
 
-    __slots__ = ("formats", "ignore", "known", "patterns", "redactor")
+    __slots__ = ("_redactor", "_stored", "formats", "ignore", "known", "patterns")
 
-    def __init__(self, known: bool, formats: bool, patterns: tuple[str, ...], ignore: frozenset[str]) -> None:
+    def __init__(self, known: bool, formats: bool, patterns: tuple[str, ...], ignore: frozenset[str],
+                 stored: StoredSecrets | None = None) -> None:
         self.known = known
         self.formats = formats
         self.patterns = patterns
         self.ignore = ignore
-        self.redactor: Redactor | None = None
-        """What projection applies to every result; None when there is nothing to redact."""
+        self._redactor: Redactor | None = None
+        self._stored = stored if known else None
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """What projection applies to every result; None when there is nothing to redact. Asking for it brings in
+        the values of the secrets store when it changed (`stored_secrets.py`): a clock read, and a stat when the
+        store was last looked at CHECK_EVERY_NS ago or more."""
+        stored = self._stored
+        if stored is not None and _monotonic_ns() >= stored.next_ns:  # the sync's own first test, inlined
+            stored.sync()
+        return self._redactor
 
     def rebuild(self, values: Mapping[str, str]) -> None:
         known = [(label, value) for value, label in values.items() if label not in self.ignore] if self.known else []
         redactor = Redactor(known, self.formats, self.patterns)
-        self.redactor = redactor if redactor else None
+        self._redactor = redactor if redactor else None
 
 
 class KnownSecrets:
@@ -68,16 +82,25 @@ class KnownSecrets:
         self._lock = threading.Lock()
         self._values: dict[str, str] = {}
         self._policies: dict[tuple[object, ...], RedactionPolicy] = {}
+        self.stored = StoredSecrets(self.remember_many)
+        """The secrets store's values, brought in when a policy's redactor is first needed and on each change."""
 
     def remember(self, label: str, value: str | None) -> None:
         """Know `value` as a secret named `label` (values shorter than MIN_CHARS are not secrets here)."""
-        if not value or len(value) < MIN_CHARS or value in self._values:
+        self.remember_many([(label, value)])
+
+    def remember_many(self, pairs: Iterable[tuple[str, str | None]]) -> None:
+        """`remember` each (label, value), rebuilding the policies once."""
+        fresh = [(label, value) for label, value in pairs
+                 if value and len(value) >= MIN_CHARS and value not in self._values]
+        if not fresh:
             return
         with self._lock:
-            if value in self._values:
-                return
             values = dict(self._values)
-            values[value] = label
+            for label, value in fresh:
+                values.setdefault(value, label)  # type: ignore[arg-type]
+            if len(values) == len(self._values):
+                return
             self._values = values
             for policy in self._policies.values():
                 policy.rebuild(values)
@@ -101,7 +124,7 @@ class KnownSecrets:
             with self._lock:
                 found = self._policies.get(key)
                 if found is None:
-                    found = RedactionPolicy(*key)  # type: ignore[arg-type]
+                    found = RedactionPolicy(*key, stored=self.stored)  # type: ignore[arg-type,misc]
                     found.rebuild(self._values)
                     self._policies[key] = found
         return found

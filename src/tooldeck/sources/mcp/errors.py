@@ -75,6 +75,11 @@ CONFIG_ENV_MISSING = "mcp.config_env_missing"
 UNKNOWN_SERVER = "mcp.unknown_server"
 UNKNOWN_TOOL = "mcp.unknown_tool"
 """`tooldeck mcp approve SERVER TOOL` names a tool the server's cached catalog does not list."""
+PIN_MISMATCH = "mcp.pin_mismatch"
+"""`tooldeck mcp approve ... --expect DIGEST`: the listed definition is not the one reviewed (it changed again since
+`tooldeck mcp diff`); nothing is approved."""
+EXPECT_INVALID = "mcp.expect_invalid"
+"""`--expect` is not a definition digest (or several are given for one tool)."""
 
 
 class McpConfigError(TooldeckError, ValueError):

@@ -27,7 +27,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -209,11 +209,14 @@ class McpManager:
         self.servers.sync_pins()
         return pin_checks.tool_diffs(self.servers.named(name))
 
-    def approve(self, name: str, tool: str | None = None, who: str = "") -> list[str]:
+    def approve(self, name: str, tool: str | None = None, who: str = "",
+                expect: Sequence[str] | None = None) -> list[str]:
         """Pin the listed definition of `tool` (or of every changed tool) of server `name` as approved by `who`;
-        the approved tool names. Raises McpConfigError (`mcp.unknown_server`, `mcp.unknown_tool`)."""
+        the approved tool names. `expect`: the definition digests the user reviewed (full or 16+ character
+        prefixes); anything else listed now is refused. Raises McpConfigError (`mcp.unknown_server`,
+        `mcp.unknown_tool`, `mcp.pin_mismatch`)."""
         self.servers.sync_pins()
-        return self.servers.approve(name, tool, who)
+        return self.servers.approve(name, tool, who, expect)
 
     def withheld(self) -> list[tuple[str, str]]:
         """(tool id, reason) of every tool a pinned server lists and does not offer (changed since approved)."""

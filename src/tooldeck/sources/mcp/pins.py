@@ -47,6 +47,35 @@ def definition(tool: dict[str, Any]) -> dict[str, Any]:
     return {k: tool[k] for k in DEFINITION_FIELDS if tool.get(k) is not None}
 
 
+MIN_EXPECT_CHARS = 16
+"""The shortest digest prefix `approve --expect` takes (what `diff` used to show; 64 bits)."""
+_HEX = frozenset("0123456789abcdef")
+
+
+def expect_problem(value: str) -> str | None:
+    """Why `value` cannot be an expected digest (None when it can: 16 to 64 lowercase hex characters)."""
+    if not MIN_EXPECT_CHARS <= len(value) <= 64 or not set(value) <= _HEX:
+        return (f"--expect {value!r} is not a definition digest: give the `digest` `tooldeck mcp diff` prints "
+                f"(64 hexadecimal characters, or at least its first {MIN_EXPECT_CHARS})")
+    return None
+
+
+def unexpected(tools: Iterable[dict[str, Any]], expect: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Match the definitions about to be approved against the digests the user reviewed (`--expect`, full or
+    prefixes): (names of tools whose digest no expected value matches, expected values that match no tool).
+    Both empty: approve exactly what was reviewed."""
+    wanted = [e.lower() for e in expect]
+    used: set[str] = set()
+    stray: list[str] = []
+    for tool in tools:
+        found = next((e for e in wanted if digest(tool).startswith(e)), None)
+        if found is None:
+            stray.append(tool["name"])
+        else:
+            used.add(found)
+    return stray, [e for e in wanted if e not in used]
+
+
 def canonical(defn: dict[str, Any]) -> str:
     return json.dumps(defn, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from tooldeck.catalog.sources import Diagnostic
@@ -28,9 +29,16 @@ from tooldeck.records.registrations import RegistrationStore
 from tooldeck.sources.mcp import catalog as cat
 from tooldeck.sources.mcp import config as cfg
 from tooldeck.sources.mcp import failure_store, pin_checks
-from tooldeck.sources.mcp.errors import PINS_UNAVAILABLE, UNKNOWN_SERVER, UNKNOWN_TOOL, McpConfigError
+from tooldeck.sources.mcp.errors import (
+    EXPECT_INVALID,
+    PIN_MISMATCH,
+    PINS_UNAVAILABLE,
+    UNKNOWN_SERVER,
+    UNKNOWN_TOOL,
+    McpConfigError,
+)
 from tooldeck.sources.mcp.explain import explain_unknown
-from tooldeck.sources.mcp.pins import PinStore
+from tooldeck.sources.mcp.pins import PinStore, digest, expect_problem, unexpected
 from tooldeck.sources.mcp.state import McpDirs, ServerState
 
 
@@ -93,9 +101,13 @@ class Servers:
                     state.pins, state.pins_problem = None, _store_problem(self.pin_store, exc)
         self.rebuild()
 
-    def approve(self, name: str, tool: str | None, who: str) -> list[str]:
+    def approve(self, name: str, tool: str | None, who: str, expect: Sequence[str] | None = None) -> list[str]:
         """Approve the listed definition of `tool` (or of every tool that differs from its pin) of server `name`;
-        the approved names. Raises McpConfigError (`mcp.unknown_server`, `mcp.unknown_tool`) and sqlite3.Error."""
+        the approved names. With `expect` (the digests the user reviewed), only when the definitions to approve
+        are exactly those. Raises McpConfigError (`mcp.unknown_server`, `mcp.unknown_tool`, `mcp.pin_mismatch`)
+        and sqlite3.Error."""
+        if expect is not None:
+            _check_expect_values(tool, expect)
         state = self.named(name)
         tools = state.catalog.tools if state.catalog is not None else ()
         if tool is not None:
@@ -106,6 +118,8 @@ class Servers:
         else:
             changed = set(pin_checks.changed_tools(state))
             chosen = [t for t in tools if t["name"] in changed]
+        if expect is not None:
+            _check_expected(name, chosen, expect)
         if chosen:
             state.pins = self.pin_store.approve(state.rid, chosen, who)
             self.rebuild()
@@ -189,3 +203,24 @@ def descriptor(tid: ToolId, server: str, tool: dict[str, Any], label: str | None
         annotations=ToolAnnotations.from_mcp(annotations), model_name=mcp_model_name(label or server, tid.name),
         short_name=tid.name if original else None,
     )
+
+
+def _check_expect_values(tool: str | None, expect: Sequence[str]) -> None:
+    for value in expect:
+        problem = expect_problem(value)
+        if problem is not None:
+            raise McpConfigError(EXPECT_INVALID, problem)
+    if tool is not None and len(expect) > 1:
+        raise McpConfigError(EXPECT_INVALID, f"one tool ({tool}) has one digest: give --expect once")
+
+
+def _check_expected(server: str, chosen: list[dict[str, Any]], expect: Sequence[str]) -> None:
+    stray, unmatched = unexpected(chosen, expect)
+    if not stray and not unmatched:
+        return
+    parts = [f"`{t['name']}` is now listed with digest {digest(t)}" for t in chosen if t["name"] in stray]
+    parts += [f"no definition to approve has digest {e}" for e in unmatched]
+    raise McpConfigError(PIN_MISMATCH, f"MCP server {server!r}: the definitions to approve are not the ones reviewed "
+                         f"({'; '.join(parts)}); they changed since `tooldeck mcp diff` (or were approved "
+                         f"meanwhile). Nothing was approved: run `tooldeck mcp diff {server}` again and approve "
+                         "what it shows.")
