@@ -4,6 +4,7 @@ every one it opened (runs, MCP sessions and their processes, the records file, t
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
@@ -16,6 +17,12 @@ if TYPE_CHECKING:  # only for annotations: these modules may move (issue 18), `t
     from tooldeck.builtins.registry import BuiltinTool
     from tooldeck.catalog.sources import ToolSource
     from tooldeck.records.port import Recorder
+
+# The suite never reads or writes the developer's own secrets store (every Runtime redacts stored secrets'
+# values, policy/stored_secrets.py): one empty file store per test session, inherited by subprocesses. Tests of
+# the store set their own.
+os.environ.setdefault("TOOLDECK_SECRETS_DIR", tempfile.mkdtemp(prefix="tooldeck-test-secrets-"))
+os.environ.setdefault("TOOLDECK_SECRETS_BACKEND", "file")
 
 REQUIRE_NODE = "TOOLDECK_REQUIRE_NODE"
 """Set to 1 by `make test`: a test that needs Node.js/npm fails when they are missing instead of skipping."""
