@@ -58,3 +58,12 @@ def test_tools_json_shows_the_snapshot(tmp_path):
     assert any(t["name"] == "dice_roll" and "input_schema" in t for t in data["tools_array"])
     proc = run("tools", home=tmp_path)
     assert proc.returncode == 0 and "dice_roll" in proc.stdout
+
+
+def test_fail_exits_one_for_an_error_result_and_zero_for_a_good_one(tmp_path):
+    proc = run("call", "dice_roll", "[1,2]", "--fail", home=tmp_path)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error_code"] == "tool.invalid_arguments"
+    proc = run("call", "nope", "--fail", home=tmp_path)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error_code"] == "tool.unknown_tool"
+    proc = run("call", "dice_roll", '{"formula": "1d6"}', "--fail", home=tmp_path)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["is_error"] is False

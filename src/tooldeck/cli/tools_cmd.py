@@ -167,6 +167,9 @@ def call(
     provider: ProviderOption = "openai",
     profile: ProfileOption = None,
     loading: LoadingOption = None,
+    fail: Annotated[bool, typer.Option("--fail", help="Exit 1 when the result is an error (it is printed all "
+                                       "the same); without it a tool error is a result like any other, exit 0.")]
+    = False,
 ) -> None:
     """Run one call through the whole pipeline and print the AgentToolResult as JSON."""
     from tooldeck.core.arguments import MISSING
@@ -182,6 +185,8 @@ def call(
     finally:
         rt.close()
     print_json(result.to_dict())
+    if fail and result.is_error:
+        raise typer.Exit(1)
 
 
 tools_app = cli_app(tools)
