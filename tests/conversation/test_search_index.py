@@ -105,6 +105,39 @@ def test_a_phrase_spans_the_end_of_a_token_whole_tokens_and_the_start_of_one() -
     assert search(chat, parse_query('"ab b"'), 0, len(rows) - 1, None, 10).matched == 3
 
 
+
+# Texts holding the characters `_read` would join them by, and terms holding them too (so the separator must
+# be one the term lacks), read in chunks of 1-3 texts and whole.
+_raw_piece = st.sampled_from(["a", "A", "b", "ab", "\x00", "\x01", "\x00a", "a\x01", " ", "\n", "İ"])
+
+
+@THOROUGH
+@given(st.lists(st.lists(_raw_piece, max_size=12).map("".join), min_size=1, max_size=30),
+       st.lists(_raw_piece, min_size=1, max_size=4).map("".join), st.sampled_from([1, 2, 3, 4096]), st.data())
+def test_reading_texts_in_one_blob_equals_counting_each(texts: list[str], term: str, chunk: int, data: Any) -> None:
+    chat = Chat("c", tuple(Message(i, "user", t) for i, t in enumerate(texts)))
+    term = term.lower()
+    ids = sorted(data.draw(st.sets(st.integers(0, len(texts) - 1))))
+    saved = search_module.READ_CHUNK
+    search_module.READ_CHUNK = chunk
+    try:
+        found = search_module._read(chat, term, bitset.from_ids(ids, len(texts)))
+    finally:
+        search_module.READ_CHUNK = saved
+    want = [(i, min(texts[i].lower().count(term), 5)) for i in ids if term in texts[i].lower()]
+    assert list(zip(*found, strict=True)) == want
+
+
+
+def test_no_match_spans_two_texts_read_together() -> None:
+    texts = ["xa", "\x00a", "a", "b\x01", "\x00b"]
+    chat = Chat("c", tuple(Message(i, "user", t) for i, t in enumerate(texts)))
+    every = bitset.window(0, len(texts) - 1)
+    for term in ("a\x00", "a\x00a", "a\x01", "\x01\x00", "\x01\x00b", "a\x01\x00\x01"):
+        want = [(i, t.count(term)) for i, t in enumerate(texts) if term in t]
+        assert list(zip(*search_module._read(chat, term, every), strict=True)) == want, term
+
+
 _ids = st.lists(st.integers(0, 1999), max_size=400)
 
 
