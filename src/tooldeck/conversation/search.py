@@ -116,12 +116,13 @@ def _read(chat: Chat, term: str, members: int) -> tuple[list[int], list[int]]:
     into a blob a chunk at a time, so the text is searched by `find` in C and Python works once per matching
     message (its count is one `count` over the rest of its text), not once per text read."""
     ids = bitset.to_ids(members)
+    every = chat.lowered_of(ids)  # at once: it decides whether to lower each or all of the chat's texts
     sep = _separator(term)
     found: list[int] = []
     counts: list[int] = []
     for at in range(0, len(ids), READ_CHUNK):
         chunk = ids[at:at + READ_CHUNK]
-        texts = chat.lowered_of(chunk)
+        texts = every[at:at + READ_CHUNK]
         blob = sep.join(texts)
         nexts = list(accumulate(map(add, map(len, texts), repeat(1))))  # where each text's successor starts
         pos = blob.find(term)
