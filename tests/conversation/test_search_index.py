@@ -146,6 +146,8 @@ _ids = st.lists(st.integers(0, 1999), max_size=400)
 def test_sets_from_and_to_ids(ids: list[int]) -> None:
     bits = bitset.from_ids(ids, 2000)
     assert bitset.to_ids(bits) == sorted(set(ids)) and bits.bit_count() == len(set(ids))
+    wide = 8 * 10**5 + 3  # far from bit 0 and not on a byte boundary
+    assert bitset.to_ids_sparse(bits) == sorted(set(ids)) == [i - wide for i in bitset.to_ids_sparse(bits << wide)]
 
 
 @FAST
@@ -184,6 +186,32 @@ def test_index_round_trip(texts: list[str]) -> None:
         [(k, _count)] = [(k, c) for k, c in loaded.holding(token) if loaded.tokens[k] == token]
         assert list(loaded.ids(k, 0, len(texts) - 1)) == sorted(i for i, t in enumerate(lowered)
                                                                  for tok in t.split() if tok == token)
+    # Token order: each message's tokens in its own places, one empty place after it.
+    assert loaded.places is not None and loaded.bases is not None
+    at = {g: loaded.tokens[k] for k in range(len(loaded.tokens))
+          for g in loaded.places[loaded.offsets[k]:loaded.offsets[k + 1]]}
+    assert len(loaded.bases) == len(texts) + 1
+    for i, t in enumerate(lowered):
+        assert [at.get(g) for g in range(loaded.bases[i], loaded.bases[i + 1])] == [*t.split(), None]
+        assert loaded.messages_at(sum(1 << g for g in range(loaded.bases[i], loaded.bases[i + 1] - 1))) == \
+            ([i] if t.split() else [])
+
+
+@FAST
+@given(st.lists(st.tuples(st.sampled_from(ROLES), _text), min_size=1, max_size=30), st.lists(_term, min_size=1,
+       max_size=2))
+def test_an_index_kept_without_token_places_still_answers(rows: list[tuple[str, str]], want: list[str]) -> None:
+    """Format 1 (kept before token places were): it loads, and a phrase reads the texts its words allow."""
+    chat = Chat("c", tuple(Message(i, r, t) for i, (r, t) in enumerate(rows)))  # type: ignore[arg-type]
+    built = TokenIndex.build(chat.lowered_texts())
+    built.places = built.bases = None
+    encoded = built.encode()
+    assert encoded.startswith(b"TDCI1\n")
+    chat.stored_index = lambda: TokenIndex.decode(encoded, len(rows))
+    assert chat.index().places is None
+    q = parse_query(" ".join(f'"{w}"' for w in want))
+    found = search(chat, q, 0, len(rows) - 1, None, 5)
+    assert ([(h.score, h.index) for h in found.hits], found.matched) == naive(rows, q, 0, len(rows) - 1, None, 5)
 
 
 @FAST

@@ -9,6 +9,7 @@ members, newest first.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from itertools import compress, islice, repeat
@@ -72,6 +73,21 @@ def to_ids(bits: int) -> list[int]:
     for k in range(8):
         flags[k::8] = ((bits >> k) & ones).to_bytes(size, "little")
     return list(compress(range(len(flags)), flags))
+
+
+_NONZERO = re.compile(rb"[^\x00]")
+_BITS = [tuple(k for k in range(8) if b >> k & 1) for b in range(256)]
+
+
+def to_ids_sparse(bits: int) -> list[int]:
+    """The members, ascending, in time with how many there are (and a C-level pass over the set's bytes),
+    not with its width: for a wide set with few members."""
+    data = bits.to_bytes(-(-bits.bit_length() // 8), "little")
+    out: list[int] = []
+    for found in _NONZERO.finditer(data):
+        at = found.start()
+        out.extend(at * 8 + k for k in _BITS[data[at]])
+    return out
 
 
 def levels(ids: Sequence[int], n: int) -> list[int]:

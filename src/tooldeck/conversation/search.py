@@ -72,8 +72,7 @@ def _levels(chat: Chat, index: TokenIndex, term: str, members: int, lo: int, hi:
     picked = []
     tokens = index.tokens
     for k, weight in index.holding(term):
-        if position and not (tokens[k].endswith(term) if position == "end" else tokens[k].startswith(term)
-                             if position == "start" else tokens[k] == term):
+        if position and not _fits(tokens[k], term, position):
             continue
         size = index.size(k)
         frequent = size >= index.frequent
@@ -144,14 +143,58 @@ def _read_levels(chat: Chat, term: str, members: int, counted: bool) -> list[int
 
 def _with_words(chat: Chat, index: TokenIndex, phrase: str, members: int, lo: int, hi: int) -> int:
     """The members that may hold a phrase: those holding its first word at the end of a token, its
-    middle words as whole tokens and its last word at the start of a token."""
+    middle words as whole tokens and its last word at the start of a token, and (where the index keeps
+    token places) those tokens in consecutive places."""
     words = phrase.split()
     for at, word in sorted(enumerate(words), key=lambda p: len(p[1]), reverse=True):
         if not members:
             break
-        position = "end" if at == 0 else "start" if at == len(words) - 1 else "whole"
-        members &= _levels(chat, index, word, members, lo, hi, counted=False, position=position)[0]
+        members &= _levels(chat, index, word, members, lo, hi, counted=False, position=_position(at, words))[0]
+    if members and len(words) > 1 and index.places is not None:
+        placed = _in_a_row(index, words, SCAN_COST * members.bit_count())
+        if placed is not None:
+            members &= bitset.from_ids(placed, index.n)
     return members
+
+
+def _position(at: int, words: list[str]) -> str:
+    return "end" if at == 0 else "start" if at == len(words) - 1 else "whole"
+
+
+def _fits(token: str, word: str, position: str) -> bool:
+    return token.endswith(word) if position == "end" else token.startswith(word) if position == "start" \
+        else token == word
+
+
+def _in_a_row(index: TokenIndex, words: list[str], budget: int) -> list[int] | None:
+    """The messages where tokens fitting the phrase's words stand in consecutive places (a superset of
+    those holding the phrase: the text between them may be other whitespace than one space), or None
+    when gathering the words' places would cost more than `budget` (then the texts are read instead)."""
+    cost = 0
+    row = -1
+    tokens = index.tokens
+    for at, word in enumerate(words):
+        position = _position(at, words)
+        spots = 0
+        rare: list[int] = []
+        for k, _weight in index.holding(word):
+            if not _fits(tokens[k], word, position):
+                continue
+            size = index.size(k)
+            if size >= index.frequent:
+                cost += index.n // 100
+                spots |= index.spots(k)
+            else:
+                cost += size
+                rare.append(k)
+            if cost > budget:
+                return None
+        for k in rare:
+            spots |= index.spots(k)
+        row &= spots >> at  # place p holds word 0 and p + at word `at`
+        if not row:
+            return []
+    return index.messages_at(row)
 
 
 def search(chat: Chat, query: Query, lo: int, hi: int, role: str | None, limit: int) -> Found:
