@@ -9,7 +9,6 @@ members, newest first.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from itertools import compress, islice, repeat
@@ -75,7 +74,7 @@ def to_ids(bits: int) -> list[int]:
     return list(compress(range(len(flags)), flags))
 
 
-_NONZERO = re.compile(rb"[^\x00]")
+_ANY = bytes([0] + [1] * 255)
 _BITS = [tuple(k for k in range(8) if b >> k & 1) for b in range(256)]
 
 
@@ -83,10 +82,12 @@ def to_ids_sparse(bits: int) -> list[int]:
     """The members, ascending, in time with how many there are (and a C-level pass over the set's bytes),
     not with its width: for a wide set with few members."""
     data = bits.to_bytes(-(-bits.bit_length() // 8), "little")
+    flags = data.translate(_ANY)
     out: list[int] = []
-    for found in _NONZERO.finditer(data):
-        at = found.start()
+    at = flags.find(1)
+    while at >= 0:  # memchr from one nonzero byte to the next
         out.extend(at * 8 + k for k in _BITS[data[at]])
+        at = flags.find(1, at + 1)
     return out
 
 

@@ -41,7 +41,7 @@ class IndexDecodeError(ValueError):
 
 
 class TokenIndex:
-    __slots__ = ("_levels", "_spots", "bases", "blob", "flat", "frequent", "n", "offsets", "places", "starts",
+    __slots__ = ("_bases", "_levels", "_spots", "bases", "blob", "flat", "frequent", "n", "offsets", "places", "starts",
                  "tokens")
 
     def __init__(self, n: int, tokens: list[str], blob: str, offsets: array[int], flat: array[int],
@@ -57,6 +57,7 @@ class TokenIndex:
         self.places = places
         self.bases = bases
         self._spots: dict[int, int] = {}
+        self._bases: list[int] | None = None
 
     @classmethod
     def build(cls, lowered: list[str]) -> TokenIndex:
@@ -119,7 +120,9 @@ class TokenIndex:
     def messages_at(self, spots: int) -> list[int]:
         """The messages (ascending, once each) of the places in `spots`."""
         assert self.bases is not None
-        bases = self.bases
+        bases = self._bases
+        if bases is None:  # bisect on a list: on an array each probe makes an int
+            bases = self._bases = self.bases.tolist()
         return sorted({bisect_right(bases, g) - 1 for g in bitset.to_ids_sparse(spots)})
 
     def encode(self) -> bytes:

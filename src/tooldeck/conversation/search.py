@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate, count, repeat
+from itertools import accumulate, compress, count, repeat
 from operator import add
 from typing import Final
 
@@ -63,16 +63,17 @@ by most of the vocabulary, such as one letter) reads the texts instead."""
 
 
 def _levels(chat: Chat, index: TokenIndex, term: str, members: int, lo: int, hi: int, *,
-            counted: bool, position: str = "") -> list[int]:
+            counted: bool, position: str = "", held: list[tuple[int, int]] | None = None) -> list[int]:
     """Levels of `term`'s capped count per message (only level 1, the messages holding it, unless
     `counted`), exact within `members` (a frequent token's sets cover the whole chat). `position`
-    keeps only the tokens a phrase's word can be: `end` (its first word), `whole`, `start` (its last)."""
+    keeps only the tokens a phrase's word can be: `end` (its first word), `whole`, `start` (its last);
+    `held` is `index.holding(term)` already filtered so."""
     budget = SCAN_COST * members.bit_count()
     cost = 0
     picked = []
     tokens = index.tokens
-    for k, weight in index.holding(term):
-        if position and not _fits(tokens[k], term, position):
+    for k, weight in index.holding(term) if held is None else held:
+        if position and held is None and not _fits(tokens[k], term, position):
             continue
         size = index.size(k)
         frequent = size >= index.frequent
@@ -110,12 +111,16 @@ def _separator(term: str) -> str:
     return next(c for c in map(chr, count()) if c not in term)
 
 
-def _read(chat: Chat, term: str, members: int) -> tuple[list[int], list[int]]:
-    """(members whose text holds `term`, their capped counts of it), reading those members' texts: joined
-    into a blob a chunk at a time, so the text is searched by `find` in C and Python works once per matching
-    message (its count is one `count` over the rest of its text), not once per text read."""
+def _read(chat: Chat, term: str, members: int, tight: bool = False) -> tuple[list[int], list[int]]:
+    """(members whose text holds `term`, their capped counts of it), reading those members' texts. `tight`
+    (most of them hold it): one `count` per text. Else the texts are joined into a blob a chunk at a time,
+    so the text is searched by `find` in C and Python works once per matching message (its count is one
+    `count` over the rest of its text), not once per text read."""
     ids = bitset.to_ids(members)
     every = chat.lowered_of(ids)  # at once: it decides whether to lower each or all of the chat's texts
+    if tight:
+        counts = list(map(str.count, every, repeat(term)))
+        return list(compress(ids, counts)), [min(c, TERM_CAP) for c in compress(counts, counts)]
     sep = _separator(term)
     found: list[int] = []
     counts: list[int] = []
@@ -133,28 +138,33 @@ def _read(chat: Chat, term: str, members: int) -> tuple[list[int], list[int]]:
     return found, counts
 
 
-def _read_levels(chat: Chat, term: str, members: int, counted: bool) -> list[int]:
-    ids, counts = _read(chat, term, members)
+def _read_levels(chat: Chat, term: str, members: int, counted: bool, tight: bool = False) -> list[int]:
+    ids, counts = _read(chat, term, members, tight)
     n = len(chat)
     if not counted:
         return [bitset.from_ids(ids, n)] + [0] * (TERM_CAP - 1)
     return bitset.counted_levels(ids, counts, n)
 
 
-def _with_words(chat: Chat, index: TokenIndex, phrase: str, members: int, lo: int, hi: int) -> int:
-    """The members that may hold a phrase: those holding its first word at the end of a token, its
-    middle words as whole tokens and its last word at the start of a token, and (where the index keeps
-    token places) those tokens in consecutive places."""
+def _with_words(chat: Chat, index: TokenIndex, phrase: str, members: int, lo: int, hi: int) -> tuple[int, bool]:
+    """(The members that may hold a phrase, whether token places narrowed them): those holding its first
+    word at the end of a token, its middle words as whole tokens and its last word at the start of a token,
+    and (where the index keeps token places) those tokens in consecutive places."""
     words = phrase.split()
+    held: list[list[tuple[int, int]]] = []
+    for at, word in enumerate(words):
+        position = _position(at, words)
+        held.append([(k, w) for k, w in index.holding(word) if _fits(index.tokens[k], word, position)])
     for at, word in sorted(enumerate(words), key=lambda p: len(p[1]), reverse=True):
         if not members:
             break
-        members &= _levels(chat, index, word, members, lo, hi, counted=False, position=_position(at, words))[0]
+        members &= _levels(chat, index, word, members, lo, hi, counted=False, position=_position(at, words),
+                           held=held[at])[0]
     if members and len(words) > 1 and index.places is not None:
-        placed = _in_a_row(index, words, SCAN_COST * members.bit_count())
+        placed = _in_a_row(index, held, SCAN_COST * members.bit_count())
         if placed is not None:
-            members &= bitset.from_ids(placed, index.n)
-    return members
+            return members & bitset.from_ids(placed, index.n), True
+    return members, False
 
 
 def _position(at: int, words: list[str]) -> str:
@@ -166,20 +176,17 @@ def _fits(token: str, word: str, position: str) -> bool:
         else token == word
 
 
-def _in_a_row(index: TokenIndex, words: list[str], budget: int) -> list[int] | None:
+def _in_a_row(index: TokenIndex, held: list[list[tuple[int, int]]], budget: int) -> list[int] | None:
     """The messages where tokens fitting the phrase's words stand in consecutive places (a superset of
     those holding the phrase: the text between them may be other whitespace than one space), or None
-    when gathering the words' places would cost more than `budget` (then the texts are read instead)."""
+    when gathering the words' places would cost more than `budget` (then the texts are read instead).
+    `held`: the tokens fitting each word, in the phrase's order."""
     cost = 0
     row = -1
-    tokens = index.tokens
-    for at, word in enumerate(words):
-        position = _position(at, words)
+    for at, fitting in enumerate(held):
         spots = 0
         rare: list[int] = []
-        for k, _weight in index.holding(word):
-            if not _fits(tokens[k], word, position):
-                continue
+        for k, _weight in fitting:
             size = index.size(k)
             if size >= index.frequent:
                 cost += index.n // 100
@@ -217,12 +224,13 @@ def search(chat: Chat, query: Query, lo: int, hi: int, role: str | None, limit: 
             members &= ~_levels(chat, index, term, members, lo, hi, counted=False)[0]
     for term in phrases:
         if members:
-            counts = _read_levels(chat, term, _with_words(chat, index, term, members, lo, hi), True)
+            candidates, tight = _with_words(chat, index, term, members, lo, hi)
+            counts = _read_levels(chat, term, candidates, True, tight)
             members &= counts[0]
             score = bitset.add_planes(score, bitset.planes(counts))
     for term in query.excluded:
         if " " in term and members:
-            ids, _counts = _read(chat, term, _with_words(chat, index, term, members, lo, hi))
+            ids, _counts = _read(chat, term, *_with_words(chat, index, term, members, lo, hi))
             members &= ~bitset.from_ids(ids, n)
     top = bitset.top(score, members, limit)
     lowered = chat.lowered_of([i for _score, i in top])
