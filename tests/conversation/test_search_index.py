@@ -148,6 +148,7 @@ def test_sets_from_and_to_ids(ids: list[int]) -> None:
     assert bitset.to_ids(bits) == sorted(set(ids)) and bits.bit_count() == len(set(ids))
     wide = 8 * 10**5 + 3  # far from bit 0 and not on a byte boundary
     assert bitset.to_ids_sparse(bits) == sorted(set(ids)) == [i - wide for i in bitset.to_ids_sparse(bits << wide)]
+    assert bitset.to_ids(bits << wide) == [i + wide for i in sorted(set(ids))]  # sparse in a wide set
 
 
 @FAST

@@ -66,6 +66,8 @@ def to_ids(bits: int) -> list[int]:
             out.append(low.bit_length() - 1)
             bits ^= low
         return out
+    if bits.bit_count() * 64 < bits.bit_length():
+        return to_ids_sparse(bits)
     size = -(-bits.bit_length() // 8)
     ones = int.from_bytes(b"\x01" * size, "little")
     flags = bytearray(size * 8)
@@ -86,7 +88,11 @@ def to_ids_sparse(bits: int) -> list[int]:
     out: list[int] = []
     at = flags.find(1)
     while at >= 0:  # memchr from one nonzero byte to the next
-        out.extend(at * 8 + k for k in _BITS[data[at]])
+        held = _BITS[data[at]]
+        if len(held) == 1:
+            out.append(at * 8 + held[0])
+        else:
+            out.extend(at * 8 + k for k in held)
         at = flags.find(1, at + 1)
     return out
 

@@ -108,14 +108,17 @@ class TokenIndex:
         return found
 
     def spots(self, k: int) -> int:
-        """The places of token k's occurrences as a `bitset` (kept for a frequent token). Needs `places`."""
+        """The places of a frequent token's occurrences as a `bitset` (kept). Needs `places`."""
         found = self._spots.get(k)
         if found is None:
-            assert self.places is not None and self.bases is not None
-            found = bitset.from_ids(self.places[self.offsets[k]:self.offsets[k + 1]], self.bases[-1])
-            if self.size(k) >= self.frequent:
-                self._spots[k] = found
+            found = self._spots[k] = self.spots_of([k])
         return found
+
+    def spots_of(self, ks: list[int]) -> int:
+        """The places of tokens `ks`' occurrences as a `bitset`. Needs `places`."""
+        assert self.places is not None and self.bases is not None
+        places, offsets = self.places, self.offsets
+        return bitset.from_ids([g for k in ks for g in places[offsets[k]:offsets[k + 1]]], self.bases[-1])
 
     def messages_at(self, spots: int) -> list[int]:
         """The messages (ascending, once each) of the places in `spots`."""

@@ -188,16 +188,19 @@ def _in_a_row(index: TokenIndex, held: list[list[tuple[int, int]]], budget: int)
         rare: list[int] = []
         for k, _weight in fitting:
             size = index.size(k)
-            if size >= index.frequent:
-                cost += index.n // 100
-                spots |= index.spots(k)
-            else:
-                cost += size
-                rare.append(k)
+            frequent = size >= index.frequent
+            cost += index.n // 100 if frequent else size
             if cost > budget:
                 return None
-        for k in rare:
-            spots |= index.spots(k)
+            if frequent:
+                spots |= index.spots(k)
+            else:
+                rare.append(k)
+        if rare:
+            cost += index.n // 100  # one set as wide as the chat's places
+            if cost > budget:
+                return None
+            spots |= index.spots_of(rare)
         row &= spots >> at  # place p holds word 0 and p + at word `at`
         if not row:
             return []
