@@ -257,6 +257,22 @@ def test_a_window_bounds_the_texts_a_search_reads() -> None:
     assert sorted(chat.read) == [2996, 2997, 2998, 2999]  # a word is answered by the index: only the hits' snippets
 
 
+
+def test_a_phrase_reads_only_the_texts_where_its_words_stand_in_a_row() -> None:
+    """The bench's case in small: most messages hold both words, few in a row (issue 16's phrase at ~1x)."""
+    texts = [f"beta {i} alpha x beta alpha" for i in range(3000)]
+    adjacent = {17: "see alpha beta", 900: "alphabeta xalpha betaz", 2500: "alpha\tbeta", 2990: "Alpha  Beta"}
+    for i, t in adjacent.items():
+        texts[i] = t
+    chat = _logged(texts)
+    found = search(chat, parse_query('"alpha beta"'), 0, 2999, None, 10)
+    assert sorted(h.index for h in found.hits) == [17, 900] and found.matched == 2
+    assert set(chat.read) == set(adjacent)  # the words in consecutive tokens: 4 texts, not 3,000
+    chat.read.clear()
+    found = search(chat, parse_query('"a x b"'), 0, 2999, None, 3)  # words in the middle of tokens: all match
+    assert found.matched == 2996 and len(set(chat.read)) == 2996
+
+
 def test_scan_limit_keeps_older_better_matches_out(chat_runtime: Any) -> None:
     rt = chat_runtime({"chat": "log"})
     import_chat(rt.home, "log", ["ember ember ember"] * 90 + ["ember here", "nothing", "ember"] * 3 + ["x"])

@@ -5,9 +5,10 @@ whitespace-separated token of a message, so the chat's token index (index.py) gi
 messages that hold it and how often, without reading a text: its capped count per message is the
 saturating sum of the levels of the tokens that hold it. The query's members are the window ∩ the
 role's messages ∩ each such term's messages, minus each excluded such term's; the score planes are
-the terms' counts added bit-sliced. Only a term with whitespace (a phrase) reads texts: those of the
-members that hold each of its words (`Chat.lowered_of`), where `in` and `str.count` decide. Matching
-is exactly case-insensitive substring containment.
+the terms' counts added bit-sliced. Only a term with whitespace (a phrase) reads texts
+(`Chat.lowered_of`): those of the members that hold each of its words, narrowed (where the index keeps
+token places) to those where the words' tokens stand in consecutive places; `str.count` decides.
+Matching is exactly case-insensitive substring containment.
 
 Score = occurrences of each required term in the message (each counted at most `TERM_CAP` times);
 ties go to the newer message.
