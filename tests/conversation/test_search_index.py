@@ -105,6 +105,39 @@ def test_a_phrase_spans_the_end_of_a_token_whole_tokens_and_the_start_of_one() -
     assert search(chat, parse_query('"ab b"'), 0, len(rows) - 1, None, 10).matched == 3
 
 
+
+# Texts holding the characters `_read` would join them by, and terms holding them too (so the separator must
+# be one the term lacks), read in chunks of 1-3 texts and whole.
+_raw_piece = st.sampled_from(["a", "A", "b", "ab", "\x00", "\x01", "\x00a", "a\x01", " ", "\n", "İ"])
+
+
+@THOROUGH
+@given(st.lists(st.lists(_raw_piece, max_size=12).map("".join), min_size=1, max_size=30),
+       st.lists(_raw_piece, min_size=1, max_size=4).map("".join), st.sampled_from([1, 2, 3, 4096]), st.data())
+def test_reading_texts_in_one_blob_equals_counting_each(texts: list[str], term: str, chunk: int, data: Any) -> None:
+    chat = Chat("c", tuple(Message(i, "user", t) for i, t in enumerate(texts)))
+    term = term.lower()
+    ids = sorted(data.draw(st.sets(st.integers(0, len(texts) - 1))))
+    saved = search_module.READ_CHUNK
+    search_module.READ_CHUNK = chunk
+    try:
+        found = search_module._read(chat, term, bitset.from_ids(ids, len(texts)))
+    finally:
+        search_module.READ_CHUNK = saved
+    want = [(i, min(texts[i].lower().count(term), 5)) for i in ids if term in texts[i].lower()]
+    assert list(zip(*found, strict=True)) == want
+
+
+
+def test_no_match_spans_two_texts_read_together() -> None:
+    texts = ["xa", "\x00a", "a", "b\x01", "\x00b"]
+    chat = Chat("c", tuple(Message(i, "user", t) for i, t in enumerate(texts)))
+    every = bitset.window(0, len(texts) - 1)
+    for term in ("a\x00", "a\x00a", "a\x01", "\x01\x00", "\x01\x00b", "a\x01\x00\x01"):
+        want = [(i, t.count(term)) for i, t in enumerate(texts) if term in t]
+        assert list(zip(*search_module._read(chat, term, every), strict=True)) == want, term
+
+
 _ids = st.lists(st.integers(0, 1999), max_size=400)
 
 
@@ -113,6 +146,9 @@ _ids = st.lists(st.integers(0, 1999), max_size=400)
 def test_sets_from_and_to_ids(ids: list[int]) -> None:
     bits = bitset.from_ids(ids, 2000)
     assert bitset.to_ids(bits) == sorted(set(ids)) and bits.bit_count() == len(set(ids))
+    wide = 8 * 10**5 + 3  # far from bit 0 and not on a byte boundary
+    assert bitset.to_ids_sparse(bits) == sorted(set(ids)) == [i - wide for i in bitset.to_ids_sparse(bits << wide)]
+    assert bitset.to_ids(bits << wide) == [i + wide for i in sorted(set(ids))]  # sparse in a wide set
 
 
 @FAST
@@ -151,6 +187,32 @@ def test_index_round_trip(texts: list[str]) -> None:
         [(k, _count)] = [(k, c) for k, c in loaded.holding(token) if loaded.tokens[k] == token]
         assert list(loaded.ids(k, 0, len(texts) - 1)) == sorted(i for i, t in enumerate(lowered)
                                                                  for tok in t.split() if tok == token)
+    # Token order: each message's tokens in its own places, one empty place after it.
+    assert loaded.places is not None and loaded.bases is not None
+    at = {g: loaded.tokens[k] for k in range(len(loaded.tokens))
+          for g in loaded.places[loaded.offsets[k]:loaded.offsets[k + 1]]}
+    assert len(loaded.bases) == len(texts) + 1
+    for i, t in enumerate(lowered):
+        assert [at.get(g) for g in range(loaded.bases[i], loaded.bases[i + 1])] == [*t.split(), None]
+        assert loaded.messages_at(sum(1 << g for g in range(loaded.bases[i], loaded.bases[i + 1] - 1))) == \
+            ([i] if t.split() else [])
+
+
+@FAST
+@given(st.lists(st.tuples(st.sampled_from(ROLES), _text), min_size=1, max_size=30), st.lists(_term, min_size=1,
+       max_size=2))
+def test_an_index_kept_without_token_places_still_answers(rows: list[tuple[str, str]], want: list[str]) -> None:
+    """Format 1 (kept before token places were): it loads, and a phrase reads the texts its words allow."""
+    chat = Chat("c", tuple(Message(i, r, t) for i, (r, t) in enumerate(rows)))  # type: ignore[arg-type]
+    built = TokenIndex.build(chat.lowered_texts())
+    built.places = built.bases = None
+    encoded = built.encode()
+    assert encoded.startswith(b"TDCI1\n")
+    chat.stored_index = lambda: TokenIndex.decode(encoded, len(rows))
+    assert chat.index().places is None
+    q = parse_query(" ".join(f'"{w}"' for w in want))
+    found = search(chat, q, 0, len(rows) - 1, None, 5)
+    assert ([(h.score, h.index) for h in found.hits], found.matched) == naive(rows, q, 0, len(rows) - 1, None, 5)
 
 
 @FAST
@@ -193,6 +255,22 @@ def test_a_window_bounds_the_texts_a_search_reads() -> None:
     found = search(chat, parse_query("mill"), 2990, 2999, None, 4)
     assert [(h.index, h.score) for h in found.hits] == [(2999, 3), (2998, 3), (2997, 3), (2996, 3)]
     assert sorted(chat.read) == [2996, 2997, 2998, 2999]  # a word is answered by the index: only the hits' snippets
+
+
+
+def test_a_phrase_reads_only_the_texts_where_its_words_stand_in_a_row() -> None:
+    """The bench's case in small: most messages hold both words, few in a row (issue 16's phrase at ~1x)."""
+    texts = [f"beta {i} alpha x beta alpha" for i in range(3000)]
+    adjacent = {17: "see alpha beta", 900: "alphabeta xalpha betaz", 2500: "alpha\tbeta", 2990: "Alpha  Beta"}
+    for i, t in adjacent.items():
+        texts[i] = t
+    chat = _logged(texts)
+    found = search(chat, parse_query('"alpha beta"'), 0, 2999, None, 10)
+    assert sorted(h.index for h in found.hits) == [17, 900] and found.matched == 2
+    assert set(chat.read) == set(adjacent)  # the words in consecutive tokens: 4 texts, not 3,000
+    chat.read.clear()
+    found = search(chat, parse_query('"a x b"'), 0, 2999, None, 3)  # words in the middle of tokens: all match
+    assert found.matched == 2996 and len(set(chat.read)) == 2996
 
 
 def test_scan_limit_keeps_older_better_matches_out(chat_runtime: Any) -> None:

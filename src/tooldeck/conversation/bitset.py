@@ -66,12 +66,35 @@ def to_ids(bits: int) -> list[int]:
             out.append(low.bit_length() - 1)
             bits ^= low
         return out
+    if bits.bit_count() * 64 < bits.bit_length():
+        return to_ids_sparse(bits)
     size = -(-bits.bit_length() // 8)
     ones = int.from_bytes(b"\x01" * size, "little")
     flags = bytearray(size * 8)
     for k in range(8):
         flags[k::8] = ((bits >> k) & ones).to_bytes(size, "little")
     return list(compress(range(len(flags)), flags))
+
+
+_ANY = bytes([0] + [1] * 255)
+_BITS = [tuple(k for k in range(8) if b >> k & 1) for b in range(256)]
+
+
+def to_ids_sparse(bits: int) -> list[int]:
+    """The members, ascending, in time with how many there are (and a C-level pass over the set's bytes),
+    not with its width: for a wide set with few members."""
+    data = bits.to_bytes(-(-bits.bit_length() // 8), "little")
+    flags = data.translate(_ANY)
+    out: list[int] = []
+    at = flags.find(1)
+    while at >= 0:  # memchr from one nonzero byte to the next
+        held = _BITS[data[at]]
+        if len(held) == 1:
+            out.append(at * 8 + held[0])
+        else:
+            out.extend(at * 8 + k for k in held)
+        at = flags.find(1, at + 1)
+    return out
 
 
 def levels(ids: Sequence[int], n: int) -> list[int]:

@@ -10,6 +10,11 @@ at `flat[offsets[k]:offsets[k+1]]` (one int array, 4 bytes an occurrence). A fre
 (more than 1/64 of the messages: its set is smaller than its list) are also kept as sets of
 `bitset.levels` once asked for. `encode` / `decode` persist it (chat_store.py keeps it beside an
 imported chat, so a later process loads it instead of a pass over every message).
+
+Token order: every occurrence also has a place, its ordinal in the chat's token stream with one empty
+place after each message (`places`, parallel to `flat`; message i's tokens at `bases[i]..bases[i+1]-2`),
+so the occurrences of a phrase's words in consecutive places are one shift and AND of place sets
+(`spots`). An index kept by format 1 (no places) still loads, without them.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from typing import Final
 
 from tooldeck.conversation import bitset
 
-MAGIC: Final = b"TDCI1\n"
+MAGIC: Final = b"TDCI2\n"
+_UNPLACED: Final = b"TDCI1\n"
 _HEAD = struct.Struct("<6sIIII")  # magic, messages, tokens, blob bytes, CRC-32 of what follows
 
 
@@ -35,9 +41,11 @@ class IndexDecodeError(ValueError):
 
 
 class TokenIndex:
-    __slots__ = ("_levels", "blob", "flat", "frequent", "n", "offsets", "starts", "tokens")
+    __slots__ = ("_bases", "_levels", "_spots", "bases", "blob", "flat", "frequent", "n", "offsets", "places", "starts",
+                 "tokens")
 
-    def __init__(self, n: int, tokens: list[str], blob: str, offsets: array[int], flat: array[int]) -> None:
+    def __init__(self, n: int, tokens: list[str], blob: str, offsets: array[int], flat: array[int],
+                 places: array[int] | None = None, bases: array[int] | None = None) -> None:
         self.n = n
         self.tokens = tokens
         self.blob = blob
@@ -46,17 +54,29 @@ class TokenIndex:
         self.starts = list(accumulate(chain((0,), (len(t) + 1 for t in tokens[:-1])))) if tokens else []
         self.frequent = max(1, n // 64)
         self._levels: dict[int, list[int]] = {}
+        self.places = places
+        self.bases = bases
+        self._spots: dict[int, int] = {}
+        self._bases: list[int] | None = None
 
     @classmethod
     def build(cls, lowered: list[str]) -> TokenIndex:
         postings: defaultdict[str, list[int]] = defaultdict(list)
+        placed: defaultdict[str, list[int]] = defaultdict(list)
+        bases = array("q", [0])
+        at = 0
         for i, text in enumerate(lowered):
-            for token in text.split():
+            words = text.split()
+            for place, token in enumerate(words, at):
                 postings[token].append(i)
+                placed[token].append(place)
+            at += len(words) + 1
+            bases.append(at)
         tokens = list(postings)
         offsets = array("q", accumulate(chain((0,), map(len, postings.values()))))
         flat = array("i", chain.from_iterable(postings.values()))
-        return cls(len(lowered), tokens, "\n".join(tokens), offsets, flat)
+        places = array("q", chain.from_iterable(placed.values()))
+        return cls(len(lowered), tokens, "\n".join(tokens), offsets, flat, places, bases)
 
     def holding(self, word: str) -> Iterator[tuple[int, int]]:
         """(token slot, how many times the token holds `word`) of every token that holds it."""
@@ -87,14 +107,38 @@ class TokenIndex:
             found = self._levels[k] = bitset.levels(self.flat[self.offsets[k]:self.offsets[k + 1]], self.n)
         return found
 
+    def spots(self, k: int) -> int:
+        """The places of a frequent token's occurrences as a `bitset` (kept). Needs `places`."""
+        found = self._spots.get(k)
+        if found is None:
+            found = self._spots[k] = self.spots_of([k])
+        return found
+
+    def spots_of(self, ks: list[int]) -> int:
+        """The places of tokens `ks`' occurrences as a `bitset`. Needs `places`."""
+        assert self.places is not None and self.bases is not None
+        places, offsets = self.places, self.offsets
+        return bitset.from_ids([g for k in ks for g in places[offsets[k]:offsets[k + 1]]], self.bases[-1])
+
+    def messages_at(self, spots: int) -> list[int]:
+        """The messages (ascending, once each) of the places in `spots`."""
+        assert self.bases is not None
+        bases = self._bases
+        if bases is None:  # bisect on a list: on an array each probe makes an int
+            bases = self._bases = self.bases.tolist()
+        return sorted({bisect_right(bases, g) - 1 for g in bitset.to_ids_sparse(spots)})
+
     def encode(self) -> bytes:
         blob = self.blob.encode("utf-8")
-        offsets, flat = array("I", self.offsets), array("i", self.flat)
+        parts = [array("I", self.offsets), array("i", self.flat)]
+        if self.places is not None and self.bases is not None:
+            parts += [array("I", self.places), array("I", self.bases)]
         if sys.byteorder == "big":
-            offsets.byteswap()
-            flat.byteswap()
-        body = b"".join((blob, offsets.tobytes(), flat.tobytes()))
-        return _HEAD.pack(MAGIC, self.n, len(self.tokens), len(blob), zlib.crc32(body)) + body
+            for part in parts:
+                part.byteswap()
+        body = b"".join((blob, *(part.tobytes() for part in parts)))
+        magic = MAGIC if len(parts) > 2 else _UNPLACED
+        return _HEAD.pack(magic, self.n, len(self.tokens), len(blob), zlib.crc32(body)) + body
 
     @classmethod
     def decode(cls, data: object, n: int) -> TokenIndex:
@@ -104,7 +148,7 @@ class TokenIndex:
         if len(data) < _HEAD.size:
             raise IndexDecodeError("shorter than its header")
         magic, count, ntokens, nblob, crc = _HEAD.unpack_from(data)
-        if magic != MAGIC or count != n:
+        if magic not in (MAGIC, _UNPLACED) or count != n:
             raise IndexDecodeError(f"written for {count} messages by format {magic!r}, not {n} by {MAGIC!r}")
         at = _HEAD.size
         if zlib.crc32(memoryview(data)[at:]) != crc:
@@ -121,9 +165,23 @@ class TokenIndex:
         flat = array("i")
         if (len(data) - at) % 4 or len(tokens) != ntokens or len(offsets) != ntokens + 1:
             raise IndexDecodeError("its parts do not add up to its length")
-        flat.frombytes(data[at:])
         if sys.byteorder == "big":
             offsets.byteswap()
+        places = bases = None
+        if magic == _UNPLACED:
+            flat.frombytes(data[at:])
+        else:
+            size = offsets[-1] if offsets else 0
+            if len(data) - at != 4 * (2 * size + n + 1):
+                raise IndexDecodeError("its parts do not add up to its length")
+            flat.frombytes(data[at:at + 4 * size])
+            places, bases = array("I"), array("I")
+            places.frombytes(data[at + 4 * size:at + 8 * size])
+            bases.frombytes(data[at + 8 * size:])
+            if sys.byteorder == "big":
+                places.byteswap()
+                bases.byteswap()
+        if sys.byteorder == "big":
             flat.byteswap()
         if offsets[0] != 0 or offsets[-1] != len(flat) or any(map(int.__ge__, offsets, offsets[1:])):
             raise IndexDecodeError("its postings do not add up")
@@ -131,4 +189,9 @@ class TokenIndex:
         if flat and (min(map(flat.__getitem__, offsets[:-1])) < 0
                      or max(map(flat.__getitem__, map(int.__sub__, offsets[1:], repeat(1)))) >= n):
             raise IndexDecodeError("its postings are out of range")
-        return cls(n, tokens, blob, array("q", offsets), flat)
+        if places is not None and bases is not None:
+            if bases[0] != 0 or any(map(int.__ge__, bases, bases[1:])):
+                raise IndexDecodeError("its message places do not ascend")
+            if places and max(map(places.__getitem__, map(int.__sub__, offsets[1:], repeat(1)))) >= bases[-1]:
+                raise IndexDecodeError("its places are out of range")
+        return cls(n, tokens, blob, array("q", offsets), flat, places, bases)

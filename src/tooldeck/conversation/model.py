@@ -80,8 +80,7 @@ class Chat:
         """The lowered texts of messages `ids`: every text a search reads comes through here."""
         if self._lowered is None and len(ids) * 8 < len(self.messages):
             return [self.messages[i].text.lower() for i in ids]
-        lowered = self.lowered_texts()
-        return [lowered[i] for i in ids]
+        return list(map(self.lowered_texts().__getitem__, ids))
 
     def index(self) -> TokenIndex:
         """The token index (index.py): loaded from where it was kept, else built once per Chat."""
