@@ -205,6 +205,24 @@ def test_the_time_limit_stops_the_request(make_runtime: MakeRuntime, tmp_path: P
     assert not (root / "output").exists() or not any((root / "output").iterdir())
 
 
+def test_an_image_url_that_never_answers_is_http_timeout(make_runtime: MakeRuntime, tmp_path: Path,
+                                                         server: LoopbackServer,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image's own download maps httpx's errors as every network tool does (it was request_failed)."""
+    home = _home(tmp_path, server)
+    monkeypatch.setattr(media, "IMAGE_TIMEOUT_S", 2.0)
+    server.answers["/v1/images/generations"] = Answer(200, json.dumps({"data": [{"url": f"{server.url}/img/1"}]})
+                                                      .encode())
+    server.answers["/img/1"] = Answer(200, PNG, {"content-type": "image/png"}, delay_s=6)
+    result, root = _run(make_runtime, home, "generate_image", {"prompt": "p"})
+    assert result.error_code == "http.timeout" and "nothing was saved" in result.content
+    deadline = time.monotonic() + 30
+    while server.closed < server.connections and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.closed == server.connections  # the stalled download was closed, not left waiting
+    assert not (root / "output").exists() or not any((root / "output").iterdir())
+
+
 def test_a_role_naming_no_model_is_a_config_error(tmp_path: Path) -> None:
     from tooldeck.agent.errors import ModelError
     from tooldeck.agent.models import parse_models
