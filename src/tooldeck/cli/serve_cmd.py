@@ -88,7 +88,14 @@ def serve(
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+    """Do what Ctrl-C does now: asyncio's runner, while it runs, holds SIGINT and cancels its main task (the
+    stdio server then ends its session in order); raising KeyboardInterrupt here instead would land in
+    whatever task the loop was running and end the serve with an "unhandled exception" traceback."""
+    on_sigint = signal.getsignal(signal.SIGINT)
+    if callable(on_sigint):
+        on_sigint(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt  # SIGINT ignored (a background job of a shell): SIGTERM still stops the server
 
 
 @contextlib.contextmanager
