@@ -99,7 +99,7 @@ def test_sigterm_stops_stdio_serve_with_exit_zero(tmp_path: Path) -> None:
     code, rest = _stop(proc)
     err = banner + rest
     assert code == 0, err
-    assert err.splitlines() == [f"tooldeck serving MCP on stdio (home {home.resolve()})"]
+    assert err.splitlines() == [f"tooldeck serving MCP on stdio (home {home.resolve()})"], err
     assert _store_closed(home)
 
 
