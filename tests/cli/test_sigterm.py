@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -21,16 +22,29 @@ def _start(home: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([TOOLDECK, "serve", "--home", str(home), *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     if "--stdio" in args:
-        deadline = time.monotonic() + 60  # ready once the runtime is open: its records store exists
-        while not (home / "records.sqlite").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)
-        return proc, ""
+        return proc, _serving_on_stdio(proc)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert " serving MCP on http://" in line, (line, proc.poll())
     time.sleep(0.5)  # the URL is printed just before uvicorn starts: let it start
     return proc, line.split(" on ", 1)[1].split()[0]
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test_sigterm", "version": "0"}}}
+
+
+def _serving_on_stdio(proc: subprocess.Popen[str]) -> str:
+    """Wait for the real events, however slow the machine: the banner on stderr, then the answer to an
+    `initialize` (the server reads stdin). The banner, for the caller to put before the rest of stderr."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    banner = proc.stderr.readline()  # the line, or "" once the process ended: never a hang
+    assert banner.startswith("tooldeck serving MCP on stdio"), (banner, proc.poll())
+    proc.stdin.write(json.dumps(INITIALIZE) + "\n")
+    proc.stdin.flush()
+    reply = json.loads(proc.stdout.readline() or "null")
+    assert isinstance(reply, dict) and reply.get("id") == 1 and "result" in reply, (reply, proc.poll())
+    return banner
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[int, str]:
@@ -80,11 +94,12 @@ def test_sigterm_with_a_client_session_open_stops_without_a_traceback(tmp_path: 
 
 def test_sigterm_stops_stdio_serve_with_exit_zero(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    proc, _ = _start(home, "--stdio")  # stdin stays open: only the signal can stop it
+    proc, banner = _start(home, "--stdio")  # stdin stays open: only the signal can stop it
     assert proc.poll() is None
-    code, err = _stop(proc)
+    code, rest = _stop(proc)
+    err = banner + rest
     assert code == 0, err
-    assert err.splitlines() == [f"tooldeck serving MCP on stdio (home {home.resolve()})"]
+    assert err.splitlines() == [f"tooldeck serving MCP on stdio (home {home.resolve()})"], err
     assert _store_closed(home)
 
 

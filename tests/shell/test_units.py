@@ -81,10 +81,22 @@ def test_cancel_stops_a_run_and_maps_to_shell_cancelled(tmp_path: Path) -> None:
     from tooldeck.builtins.shell import to_output
     from tooldeck.shell import ShellLimits, ShellRun, Status
 
-    run = ShellRun(Layout.for_workspace(tmp_path, WorkspaceRoots()), ShellLimits(timeout_s=10))
-    threading.Timer(0.3, run.cancel).start()
-    result = run.run("echo kept > /output/c.txt; for i in $(seq 1 100); do sleep 0.05; done; echo late")
-    assert result.status is Status.CANCELLED and result.duration_s < 2
+    started = threading.Event()
+
+    def seen(out: str, _err: str) -> None:
+        if "started" in out:
+            started.set()
+
+    def cancel_once_started() -> None:  # on the real event (the command got going), not after a guess
+        if started.wait(120):
+            run.cancel()
+
+    run = ShellRun(Layout.for_workspace(tmp_path, WorkspaceRoots()), ShellLimits(timeout_s=120), on_output=seen)
+    threading.Thread(target=cancel_once_started, daemon=True).start()
+    result = run.run("echo kept > /output/c.txt; echo started; for i in $(seq 1 200); do sleep 0.1; done; echo late")
+    assert started.is_set()
+    assert result.status is Status.CANCELLED and "late" not in result.stdout
+    assert result.duration_s < 20  # the loop alone takes 20 s: it was stopped, not waited out
     out = to_output(result, 10)
     assert out.error_code == "workspace.shell_cancelled" and out.content.startswith("Command cancelled.")
     assert (tmp_path / "output" / "c.txt").read_text() == "kept\n"

@@ -123,15 +123,33 @@ def slow(lean: Model) -> Model:
 
 def test_the_time_limit_stops_the_work_and_keeps_what_was_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 slow: Model) -> None:
+    """The search's own limit ends it with what it found (the dispatch timeout is generous here: how far
+    under it the limit sits is checked below; a 1 MB file without newlines is one piece of work, which a
+    loaded machine may take longer than the margin to finish)."""
+    from tooldeck.workspace import search
+
     counter = FindCounter(monkeypatch)
+    monkeypatch.setattr(search, "MAX_SEARCH_SECONDS", 1.5)
     inv = slow.inv.runtime.invocation(run_id=slow.inv.run_state.run_id,
-                                      profile={"tool_timeouts": {"builtin:workspace.search_files": 2.5}})
+                                      profile={"tool_timeouts": {"builtin:workspace.search_files": 120.0}})
     [r] = inv.run([{"id": "c", "name": "workspace_search_files", "arguments": {"pattern": HOSTILE}}])
     assert not r.is_error, r.content
     assert "Stopped at the search time limit (1.5 s)" in r.content
     assert r.structured["truncated"] and r.structured["searchedFiles"] < 12
     at_return = counter.calls
     assert counter.settled() - at_return <= 2  # at most the piece in flight
+
+
+@pytest.mark.parametrize(("dispatch_s", "search_s"), [(2.5, 1.5), (1.0, 0.5), (11.5, 10.0), (120.0, 10.0)])
+def test_the_search_limit_sits_under_the_dispatch_timeout(lean: Model, dispatch_s: float, search_s: float) -> None:
+    from types import SimpleNamespace
+
+    from tooldeck.builtins.workspace_files import search_seconds
+    from tooldeck.core.ids import ToolId
+
+    inv = lean.inv.runtime.invocation(profile={"tool_timeouts": {"builtin:workspace.search_files": dispatch_s}})
+    ctx = SimpleNamespace(invocation=inv, tool_id=ToolId.builtin("workspace.search_files"))
+    assert search_seconds(ctx) == search_s  # type: ignore[arg-type]
 
 
 def test_a_dispatch_timeout_stops_the_work(monkeypatch: pytest.MonkeyPatch, slow: Model) -> None:

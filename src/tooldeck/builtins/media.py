@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tooldeck.builtins.home_config import document, models_table
 from tooldeck.builtins.media_files import audio_kind, file_name, image_kind, save_new, saved_answer
-from tooldeck.builtins.net import REQUEST_FAILED, TIMED_OUT, read_capped
+from tooldeck.builtins.net import http_errors, read_capped
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.builtins.workspace_common import workspace
 from tooldeck.catalog.sources import CallContext
@@ -92,21 +92,15 @@ def _upstream_error(response: httpx.Response, body: bytes) -> str:
 
 async def _post(ctx: CallContext, config: ModelConfig, path: str, timeout: float, cap: int,
                 **request: Any) -> tuple[httpx.Response, bytes]:
-    import httpx
-
     from tooldeck.net.clients import client_for
 
     url = f"{(config.base_url or OPENAI_BASE).rstrip('/')}/{path}"
-    try:
+    with http_errors(f"the {config.name} endpoint did not finish within {timeout:g} s; nothing was saved.",
+                     lambda exc: f"the {config.name} endpoint could not be reached ({type(exc).__name__}); nothing "
+                     "was saved."):
         client = client_for(ctx.run, ctx.invocation.profile.net_allow)
         async with client.stream("POST", url, headers=_headers(config), timeout=timeout, **request) as response:
             body, truncated = await read_capped(response, cap)
-    except httpx.TimeoutException:
-        raise ToolCallError(TIMED_OUT, f"the {config.name} endpoint did not finish within {timeout:g} s; nothing "
-                            "was saved.") from None
-    except httpx.HTTPError as exc:
-        raise ToolCallError(REQUEST_FAILED, f"the {config.name} endpoint could not be reached "
-                            f"({type(exc).__name__}); nothing was saved.") from None
     if not response.is_success:
         raise ToolCallError(FAILED, _upstream_error(response, body) + "; nothing was saved.")
     if truncated:
@@ -128,18 +122,15 @@ async def _image_bytes(ctx: CallContext, config: ModelConfig, body: bytes) -> by
         except ValueError:
             raise ToolCallError(BAD_ANSWER, "the image's b64_json is not base64; nothing was saved.") from None
     if isinstance(item, dict) and isinstance(item.get("url"), str):
-        import httpx
-
         from tooldeck.net.clients import client_for
         from tooldeck.net.guard import check_url
 
-        try:
+        with http_errors(f"the generated image did not arrive within {IMAGE_TIMEOUT_S:g} s; nothing was saved.",
+                         lambda exc: f"the generated image could not be fetched ({type(exc).__name__}); nothing was "
+                         "saved."):
             client = client_for(ctx.run, ctx.invocation.profile.net_allow)
             async with client.stream("GET", check_url(item["url"]), timeout=IMAGE_TIMEOUT_S) as response:
                 data, truncated = await read_capped(response, MAX_FILE_BYTES)
-        except httpx.HTTPError as exc:
-            raise ToolCallError(REQUEST_FAILED, f"the generated image could not be fetched ({type(exc).__name__}); "
-                                "nothing was saved.") from None
         if not response.is_success or truncated:
             raise ToolCallError(BAD_ANSWER, f"the generated image's URL answered http {response.status_code}"
                                 f"{' with more than 64 MiB' if truncated else ''}; nothing was saved.")

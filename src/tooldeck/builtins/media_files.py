@@ -8,13 +8,14 @@ import asyncio
 import time
 from typing import Any, Final
 
-from tooldeck.builtins.workspace_common import workspace
+from tooldeck.builtins.workspace_common import create_first_free, new_file_effect, workspace
 from tooldeck.catalog.sources import CallContext
+from tooldeck.core.errors import ToolCallError
 from tooldeck.core.results import ToolEffect
-from tooldeck.workspace import effects
-from tooldeck.workspace.store import CasConflict
 
 OUTPUT_ROOT: Final = "output"
+MAX_NAMES: Final = 1000
+NO_FREE_NAME: Final = "media.no_free_name"
 AUDIO_TYPES: Final = {
     "audio/ogg": "ogg", "audio/opus": "ogg", "audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/aac": "aac",
     "audio/flac": "flac", "audio/x-flac": "flac", "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav",
@@ -59,20 +60,11 @@ def file_name(requested: str | None, stem: str, extension: str) -> str:
 async def save_new(ctx: CallContext, name: str, data: bytes) -> tuple[str, ToolEffect]:
     """Write `data` as a new file `output/<name>` (or `<stem>-2.<ext>` … when taken); its shown path."""
     store, policy = workspace(ctx)
-    stem, _, ext = name.rpartition(".")
-    for n in range(1, 1000):
-        candidate = name if n == 1 else f"{stem}-{n}.{ext}"
-        loc = store.locate(policy, f"{OUTPUT_ROOT}/{candidate}", write=True)
-        if store.kind(loc) is not None:
-            continue
-        try:
-            swap = await asyncio.to_thread(store.swap, loc, None, lambda _old: data)
-        except CasConflict:  # made meanwhile by someone else: take the next name
-            continue
-        effect = ToolEffect(effects.FILE_WRITTEN, {"path": loc.shown, "mode": "replace", "sha256": swap.sha256,
-                                                   "previous_sha256": None, "chars": None})
-        return loc.shown, effect
-    raise FileExistsError(f"{OUTPUT_ROOT}/{name}: no free name")
+    loc, swap = await asyncio.to_thread(
+        create_first_free, store, policy, f"{OUTPUT_ROOT}/{name}", data, tries=MAX_NAMES,
+        no_free_name=ToolCallError(NO_FREE_NAME, f"{OUTPUT_ROOT}/{name} and {MAX_NAMES - 1} numbered variants are "
+                                   "all taken; nothing was saved. Pass another `output_file`."))
+    return loc.shown, new_file_effect(loc, swap.sha256, None)
 
 
 def saved_answer(path: str, data: bytes, kind: str, **extra: Any) -> dict[str, Any]:

@@ -10,7 +10,8 @@ Profile sets the tool's permission itself.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from tooldeck.builtins.registry import BuiltinTool
@@ -60,6 +61,29 @@ async def read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
     finally:
         await stream.aclose()  # type: ignore[attr-defined]
     return b"".join(chunks)[:cap], truncated
+
+
+def reason(exc: BaseException) -> str:
+    """What an HTTP error says, or its class name when it says nothing (httpx's `ReadTimeout('')`)."""
+    return str(exc) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def http_errors(timed_out: str, failed: Callable[[Exception], str]) -> Iterator[None]:
+    """httpx's errors inside the block as the tool errors every network tool answers, by one table (as
+    httpx maps httpcore's): no answer in time is `http.timeout` with the message `timed_out`, any other
+    transport or protocol error `http.request_failed` with `failed(exc)`. Anything else passes through."""
+    import httpx
+
+    table: tuple[tuple[type[Exception], str, Callable[[Exception], str]], ...] = (
+        (httpx.TimeoutException, TIMED_OUT, lambda _exc: timed_out),
+        (httpx.HTTPError, REQUEST_FAILED, failed),
+    )
+    try:
+        yield
+    except httpx.HTTPError as exc:
+        code, message = next((code, message) for kind, code, message in table if isinstance(exc, kind))
+        raise ToolCallError(code, message(exc)) from None
 
 
 def _form(body: Mapping[str, Any]) -> dict[str, str]:
@@ -131,8 +155,6 @@ def _shown_body(response: httpx.Response, data: bytes, truncated: bool) -> str:
 
 
 async def send(args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
-    import httpx
-
     from tooldeck.net.clients import client_for
     from tooldeck.net.guard import check_url
 
@@ -141,15 +163,11 @@ async def send(args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
     timeout = clamp_timeout(args.get("timeout"))
     extra = _request_body(args, ctx)
     headers = {**(args.get("headers") or {}), **extra.pop("headers", {})}
-    try:
+    with http_errors(f"{method} {url} did not answer within {timeout:g} s; retry with a larger `timeout` (at most "
+                     "300) or later.", lambda exc: f"{method} {url} failed: {reason(exc)}."):
         client = client_for(ctx.run, ctx.invocation.profile.net_allow)
         async with client.stream(method, url, headers=headers, timeout=timeout, **extra) as response:
             data, truncated = await read_capped(response, MAX_BODY_BYTES)
-    except httpx.TimeoutException:
-        raise ToolCallError(TIMED_OUT, f"{method} {url} did not answer within {timeout:g} s; retry with a larger "
-                            "`timeout` (at most 300) or later.") from None
-    except httpx.HTTPError as exc:
-        raise ToolCallError(REQUEST_FAILED, f"{method} {url} failed: {exc or type(exc).__name__}.") from None
     first: dict[str, str] = {}
     for key, value in response.headers.multi_items():
         first.setdefault(key, value)

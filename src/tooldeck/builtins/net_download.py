@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Final
 from urllib.parse import unquote
 
-from tooldeck.builtins.net import REQUEST_FAILED, TIMED_OUT, clamp_timeout, read_capped
+from tooldeck.builtins.net import clamp_timeout, http_errors, read_capped, reason
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.builtins.workspace_common import workspace, write_new_file
 from tooldeck.catalog.sources import CallContext
@@ -39,8 +39,6 @@ def default_path(url_path: str) -> str:
 
 
 async def download(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
-    import httpx
-
     from tooldeck.net.clients import client_for
     from tooldeck.net.guard import check_url
 
@@ -53,7 +51,9 @@ async def download(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
         raise ToolCallError(FILE_EXISTS, f"`{loc.shown}` already exists; nothing was downloaded. Give another "
                             "`output_file`, or remove the old file first.")
     timeout = clamp_timeout(args.get("timeout"), DEFAULT_DOWNLOAD_TIMEOUT_S, MAX_DOWNLOAD_TIMEOUT_S)
-    try:
+    with http_errors(f"{url} did not finish within {timeout:g} s; nothing was written. Retry with a larger "
+                     "`timeout` (at most 600).", lambda exc: f"downloading {url} failed: {reason(exc)}; nothing was "
+                     "written."):
         client = client_for(ctx.run, ctx.invocation.profile.net_allow)
         async with client.stream("GET", url, timeout=timeout) as response:
             if not response.is_success:
@@ -62,12 +62,6 @@ async def download(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
                                     f"{body.decode('utf-8', 'replace').strip() or '(empty body)'}")
             data, truncated = await read_capped(response, MAX_FILE_BYTES)
             status = response.status_code
-    except httpx.TimeoutException:
-        raise ToolCallError(TIMED_OUT, f"{url} did not finish within {timeout:g} s; nothing was written. Retry "
-                            "with a larger `timeout` (at most 600).") from None
-    except httpx.HTTPError as exc:
-        raise ToolCallError(REQUEST_FAILED, f"downloading {url} failed: {exc or type(exc).__name__}; nothing "
-                            "was written.") from None
     if truncated:
         raise ToolCallError(TOO_LARGE, f"{url} is larger than {MAX_FILE_BYTES // 1048576} MiB, the workspace's "
                             "file limit; nothing was written (the download was stopped there).")

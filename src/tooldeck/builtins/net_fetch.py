@@ -15,7 +15,7 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-from tooldeck.builtins.net import REQUEST_FAILED, TIMED_OUT, read_capped
+from tooldeck.builtins.net import http_errors, read_capped, reason
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.builtins.workspace_common import workspace, write_new_file
 from tooldeck.catalog.sources import CallContext
@@ -79,8 +79,6 @@ def _cut(text: str) -> str:
 
 
 async def fetch(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
-    import httpx
-
     from tooldeck.net import skip_cache
     from tooldeck.net.clients import client_for
 
@@ -93,15 +91,12 @@ async def fetch(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
         if blocked is not None:
             raise ToolCallError(BLOCKED, f"{key} blocked: it failed recently ({blocked.reason}). Try another page, "
                                 "or pass force=true to fetch it again.")
-    try:
+    with http_errors(f"{key} did not answer within {FETCH_TIMEOUT_S:g} s.",
+                     lambda exc: f"fetching {key} failed: {reason(exc)}."):
         client = client_for(ctx.run, ctx.invocation.profile.net_allow)
         async with client.stream("GET", url, headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"},
                                  timeout=FETCH_TIMEOUT_S) as response:
             data, _ = await read_capped(response, MAX_PAGE_BYTES)
-    except httpx.TimeoutException:
-        raise ToolCallError(TIMED_OUT, f"{key} did not answer within {FETCH_TIMEOUT_S:g} s.") from None
-    except httpx.HTTPError as exc:
-        raise ToolCallError(REQUEST_FAILED, f"fetching {key} failed: {exc or type(exc).__name__}.") from None
     status = response.status_code
     if status >= 400:
         seconds = skip_cache.SERVER_ERROR_S if status >= 500 else skip_cache.CLIENT_ERROR_S

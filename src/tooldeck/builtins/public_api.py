@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from tooldeck.builtins.net import REQUEST_FAILED, TIMED_OUT, read_capped
+from tooldeck.builtins.net import http_errors, read_capped, reason
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
@@ -27,7 +27,6 @@ FAILED: Final = "public_api.failed"
 
 
 async def public_api_list(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
-    import httpx
     import orjson
 
     from tooldeck.net.clients import client_for
@@ -36,17 +35,12 @@ async def public_api_list(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     profile = ctx.invocation.profile
     url = check_url(profile.public_api_list_url or DEFAULT_URL)
     params = {k: str(args[k]).strip() for k in ("type", "category") if str(args.get(k) or "").strip()}
-    try:
+    with http_errors(f"the Public API List did not answer within {TIMEOUT_S:g} s; try again later.",
+                     lambda exc: f"the Public API List could not be reached: {reason(exc)}."):
         client = client_for(ctx.run, profile.net_allow)
         async with client.stream("GET", url, params=params, timeout=TIMEOUT_S,
                                  headers={"accept": "application/json"}) as response:
             body, truncated = await read_capped(response, MAX_ANSWER_BYTES)
-    except httpx.TimeoutException:
-        raise ToolCallError(TIMED_OUT, f"the Public API List did not answer within {TIMEOUT_S:g} s; try again "
-                            "later.") from None
-    except httpx.HTTPError as exc:
-        raise ToolCallError(REQUEST_FAILED, f"the Public API List could not be reached: "
-                            f"{exc or type(exc).__name__}.") from None
     if not response.is_success:
         detail = body[:300].decode("utf-8", "replace").strip()
         hint = " Call it with type=category to see the category names." if "category" in params else ""

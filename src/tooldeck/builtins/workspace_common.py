@@ -1,4 +1,5 @@
-"""What the workspace builtins share: the per-call store and policy, and description text."""
+"""What the workspace builtins share: the per-call store and policy, description text, and writing a new
+file (at one name, or at the first free `<stem>-N.<ext>`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from tooldeck.core.descriptors import ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.results import ToolEffect
 from tooldeck.workspace import effects
+from tooldeck.workspace.limits import check_size
 from tooldeck.workspace.paths import PathPolicy
-from tooldeck.workspace.store import CasConflict, Location, WorkspaceStore, for_run
+from tooldeck.workspace.store import CasConflict, Location, Swap, WorkspaceStore, for_run
 
 DEFAULT_POLICY = PathPolicy.from_roots(WorkspaceRoots())
 
@@ -64,5 +66,40 @@ async def write_new_file(store: WorkspaceStore, loc: Location, data: bytes, *, c
         swap = await asyncio.to_thread(store.swap, loc, None, lambda _old: data)
     except CasConflict:
         raise exists from None
-    return swap.sha256, ToolEffect(effects.FILE_WRITTEN, {"path": loc.shown, "mode": "replace", "sha256": swap.sha256,
-                                                          "previous_sha256": None, "chars": chars})
+    return swap.sha256, new_file_effect(loc, swap.sha256, chars)
+
+
+def new_file_effect(loc: Location, sha256: str, chars: int | None, mode: str = "replace") -> ToolEffect:
+    """The `file_written` effect of a file that was not there before."""
+    return ToolEffect(effects.FILE_WRITTEN, {"path": loc.shown, "mode": mode, "sha256": sha256,
+                                             "previous_sha256": None, "chars": chars})
+
+
+def numbered(path: str, n: int) -> str:
+    """`path` itself for n = 1, else `<stem>-<n>.<ext>` (`<name>-<n>` for a name without an extension)."""
+    if n == 1:
+        return path
+    folder, slash, name = path.rpartition("/")
+    stem, dot, ext = name.rpartition(".")
+    return f"{folder}{slash}{stem}-{n}.{ext}" if dot and stem else f"{path}-{n}"
+
+
+def create_first_free(store: WorkspaceStore, policy: PathPolicy, path: str, data: bytes, *, tries: int,
+                      no_free_name: Exception) -> tuple[Location, Swap]:
+    """Create the first free one of `path`, `<stem>-2.<ext>`, … `<stem>-<tries>.<ext>` holding `data`.
+
+    A name is taken when something is there, or when another writer creates it between the look and the
+    write (the store's compare-and-swap against "no file"): it is passed over, never overwritten. Raises
+    `no_free_name` when all are taken, and the size limit's error before trying any. Blocking: call it on
+    a worker thread from async code."""
+    for n in range(1, tries + 1):
+        loc = store.locate(policy, numbered(path, n), write=True)
+        if n == 1:
+            check_size(loc, len(data))
+        if store.kind(loc) is not None:
+            continue
+        try:
+            return loc, store.swap(loc, None, lambda _old: data)
+        except CasConflict:
+            continue
+    raise no_free_name

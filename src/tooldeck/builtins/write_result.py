@@ -17,15 +17,13 @@ import time
 from typing import Any, Final
 
 from tooldeck.builtins.registry import BuiltinTool
-from tooldeck.builtins.workspace_common import workspace
+from tooldeck.builtins.workspace_common import create_first_free, new_file_effect, workspace
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.descriptors import ToolAnnotations, ToolDescriptor
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import ToolEffect, ToolOutput
-from tooldeck.workspace import effects
-from tooldeck.workspace.limits import check_size, encoded
-from tooldeck.workspace.store import CasConflict
+from tooldeck.core.results import ToolOutput
+from tooldeck.workspace.limits import encoded
 
 FORMATS: Final = ("md", "html")
 MAX_TRIES: Final = 1000
@@ -49,21 +47,11 @@ def write_result(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     root = policy.root_of(policy.body_file)
     data = encoded(content, "content")
     base = f"{root}/report-{stamp()}"
-    for n in range(1, MAX_TRIES + 1):
-        loc = store.locate(policy, f"{base}.{fmt}" if n == 1 else f"{base}-{n}.{fmt}", write=True)
-        if n == 1:
-            check_size(loc, len(data))
-        try:
-            swap = store.swap(loc, None, lambda _old: data)
-        except CasConflict:
-            continue
-        break
-    else:
-        raise ToolCallError(NO_FREE_NAME, f"{base}.{fmt} and {MAX_TRIES - 1} numbered variants are all taken; "
-                            "nothing was written. Try again in a second.")
+    loc, swap = create_first_free(store, policy, f"{base}.{fmt}", data, tries=MAX_TRIES, no_free_name=ToolCallError(
+        NO_FREE_NAME, f"{base}.{fmt} and {MAX_TRIES - 1} numbered variants are all taken; nothing was written. "
+        "Try again in a second."))
     lines = content.count("\n") + (not content.endswith("\n"))
-    effect = ToolEffect(effects.FILE_WRITTEN, {"path": loc.shown, "mode": "create", "sha256": swap.sha256,
-                                               "previous_sha256": None, "chars": len(content)})
+    effect = new_file_effect(loc, swap.sha256, len(content), mode="create")
     return ToolOutput(f"successfully created: {loc.shown} ({len(data)} bytes, {lines} lines on disk)",
                       {"path": loc.shown, "format": fmt, "bytes": len(data), "lines": lines, "sha256": swap.sha256},
                       resource_refs=[loc.shown], effects=[effect])

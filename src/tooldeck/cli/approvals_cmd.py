@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, print_json, started
+from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, started
 
 if TYPE_CHECKING:
     from tooldeck.records.approvals import ApprovalStore
@@ -35,26 +35,21 @@ def list_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """The approvals in effect, newest first: id, decision, scope, tool, pattern, run, who, when."""
-    from tooldeck.cli.table import Column, render
+    from tooldeck.cli.table import Column, show_rows
     from tooldeck.core.errors import TooldeckError
 
     try:
         listed = [a.to_dict() for a in _store(home).list(include_revoked)]
     except TooldeckError as exc:
         fail_usage(f"{exc.code}: {exc.message}")
-    if as_json:
-        print_json(listed)
-        return
-    if not listed:
-        typer.echo("no remembered approvals" + ("" if include_revoked else " (--all shows the revoked ones too)"))
-        return
     columns = [Column("id", "id"), Column("decision", "id"), Column("scope", "id"), Column("tool", "id"),
                Column("pattern", "text", min_width=8, weight=3), Column("run", "id", drop=3),
                Column("by", "text", drop=1), Column("when", "id", drop=2)]
     rows = [(d["id"], d["decision"] + (" (revoked)" if d["revoked_at"] else ""), d["scope"], d["tool_id"],
              _pattern(d["pattern"]), d["run_id"] if d["scope"] == "run" else "every run",
              f"{d['confirmer']}@{d['host']}", d["created_at"]) for d in listed]
-    typer.echo(render(columns, rows), nl=False)
+    show_rows(listed, columns, rows, as_json=as_json,
+              empty="no remembered approvals" + ("" if include_revoked else " (--all shows the revoked ones too)"))
 
 
 def _pattern(pattern: dict[str, object] | None) -> str:
@@ -72,6 +67,7 @@ def revoke_cmd(
     import getpass
     import socket
 
+    from tooldeck.cli.table import show_one
     from tooldeck.core.errors import TooldeckError
 
     store = _store(home)
@@ -83,10 +79,8 @@ def revoke_cmd(
         gone = store.revoke(approval_id, f"{who}@{socket.gethostname()}")
     except TooldeckError as exc:
         fail_usage(f"{exc.code}: {exc.message}")
-    if as_json:
-        print_json(gone.to_dict())
-        return
-    typer.echo(f"revoked {gone.id} ({gone.decision} {gone.tool_id}, scope {gone.scope})")
+    show_one(gone.to_dict(), f"revoked {gone.id} ({gone.decision} {gone.tool_id}, scope {gone.scope})",
+             as_json=as_json)
 
 
 approvals_app.command("list")(list_cmd)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, print_json, usage_errors
+from tooldeck.cli.common import DEFAULT_HOME, HomeOption, JsonOption, cli_app, fail_usage, usage_errors
 
 chat_app = cli_app(name="chat", no_args_is_help=True, help="Chat logs for the conversation tools: import, list.")
 
@@ -24,6 +24,7 @@ def import_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Import a chat log; bind it to runs with the Profile's `conversation.chat = "ID"`."""
+    from tooldeck.cli.table import show_one
     from tooldeck.conversation.chat_store import ChatStore, check_id, id_from_name
     from tooldeck.conversation.importer import parse_jsonl
     from tooldeck.core.errors import TooldeckError
@@ -39,15 +40,16 @@ def import_cmd(
                                                        replace=replace)
     except TooldeckError as exc:
         usage_errors(exc)
-    if as_json:
-        print_json({"chat_id": info.chat_id, "title": info.title, "messages": info.messages})
-    else:
-        typer.echo(f"imported {info.messages} message(s) as chat {info.chat_id}"
-                   + (f" ({info.title})" if info.title else ""))
+    show_one({"chat_id": info.chat_id, "title": info.title, "messages": info.messages},
+             f"imported {info.messages} message(s) as chat {info.chat_id}" + (f" ({info.title})" if info.title else ""),
+             as_json=as_json)
 
 
 def list_cmd(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -> None:
-    """The imported chats, newest first."""
+    """The imported chats, newest first: id, messages, imported (UTC), title."""
+    import time
+
+    from tooldeck.cli.table import Column, show_rows
     from tooldeck.conversation.chat_store import ChatStore
     from tooldeck.core.errors import TooldeckError
 
@@ -55,12 +57,13 @@ def list_cmd(home: HomeOption = DEFAULT_HOME, as_json: JsonOption = False) -> No
         chats = ChatStore(home / "records.sqlite").chats(None, 1000)
     except TooldeckError as exc:
         usage_errors(exc)
-    if as_json:
-        print_json([{"chat_id": c.chat_id, "title": c.title, "messages": c.messages, "imported_at": c.started_at}
-                    for c in chats])
-        return
-    for c in chats:
-        typer.echo(f"{c.chat_id}\t{c.messages}\t{c.title or ''}")
+    columns = [Column("chat", "id"), Column("messages", "number"), Column("imported (utc)", "id", drop=1),
+               Column("title", "text")]
+    show_rows([{"chat_id": c.chat_id, "title": c.title, "messages": c.messages, "imported_at": c.started_at}
+               for c in chats], columns,
+              [(c.chat_id, str(c.messages), time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(c.started_at or 0)),
+                c.title or "") for c in chats],
+              as_json=as_json, empty=f"no imported chats in {home}; add one with `tooldeck chat import FILE`")
 
 
 chat_app.command("import")(import_cmd)

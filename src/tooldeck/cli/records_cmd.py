@@ -79,28 +79,23 @@ def list_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Recent invocations, newest first: id, time, provider, calls, errors; run, scene, rounds when wide enough."""
-    from tooldeck.cli.table import Column, render
+    from tooldeck.cli.table import Column, show_rows
 
     store = _store(home)
     try:
         rows = store.list_invocations(limit, run)
     finally:
         store.close()
-    if as_json:
-        print_json([summary_dict(s) for s in rows])
-        return
-    if not rows:
-        typer.echo(f"no invocations in {home / RECORDS_FILE}" + (f" for run {run}" if run else ""))
-        return
     columns = [Column("invocation", "id"), Column("created (utc)", "id"), Column("provider", "text", min_width=8),
                Column("calls", "number"), Column("errors", "number", drop=5), Column("open", "number", drop=4),
                Column("unknown", "number", drop=3), Column("scene", "text", drop=2, min_width=7),
                Column("rounds", "number", drop=2), Column("run", "id", drop=1)]
-    typer.echo(render(columns, [(s.invocation_id, _when(s.created_at), s.provider, str(s.calls), str(s.errors),
-                                 str(s.open_calls), str(s.unknown_outcomes), s.scene, str(s.rounds), s.run_id)
-                                for s in rows]), nl=False)
     noun = "invocation" if len(rows) == 1 else "invocations"
-    typer.echo(f"\n{len(rows)} {noun}, newest first; --json for every field.")
+    show_rows([summary_dict(s) for s in rows], columns,
+              [(s.invocation_id, _when(s.created_at), s.provider, str(s.calls), str(s.errors), str(s.open_calls),
+                str(s.unknown_outcomes), s.scene, str(s.rounds), s.run_id) for s in rows], as_json=as_json,
+              empty=f"no invocations in {home / RECORDS_FILE}" + (f" for run {run}" if run else ""),
+              footer=f"\n{len(rows)} {noun}, newest first; --json for every field.")
 
 
 def show_cmd(

@@ -56,7 +56,7 @@ def list_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """The home's schedules, next fire first: id, target, time, what runs, next run, runs so far."""
-    from tooldeck.cli.table import Column, render
+    from tooldeck.cli.table import Column, show_rows
 
     if target not in (None, "task", "cron", "all"):
         fail_usage(f"schedules.target_invalid: target must be 'task', 'cron', or 'all' (got \"{target}\")")
@@ -68,18 +68,13 @@ def list_cmd(
         if hasattr(exc, "code"):
             _fail(exc)
         raise
-    if as_json:
-        print_json(listed)
-        return
-    if not listed:
-        typer.echo("no schedules" + ("" if include_done else " (--all shows the fired one-shots too)"))
-        return
     columns = [Column("id", "id"), Column("target", "id"), Column("time", "id"), Column("what", "text", min_width=8),
                Column("next run", "id", drop=3), Column("runs", "number", drop=2), Column("model", "text", drop=1,
                                                                                         min_width=6)]
     rows = [(d["id"], d["target"], d["time"], f"skill {d['skill_name']}" if d["skill_name"] else d["task"] or "",
              d["next_run"] or "-", str(d["runs"]), d["model"] or "default") for d in listed]
-    typer.echo(render(columns, rows), nl=False)
+    show_rows(listed, columns, rows, as_json=as_json,
+              empty="no schedules" + ("" if include_done else " (--all shows the fired one-shots too)"))
 
 
 def add_cmd(
@@ -96,6 +91,7 @@ def add_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Add a schedule that runs a skill or a task at TIME."""
+    from tooldeck.cli.table import show_one
     from tooldeck.schedules.clock import SystemClock
     from tooldeck.schedules.errors import FIELD_REQUIRED, SKILL_MISSING, ScheduleError
     from tooldeck.schedules.timespec import parse_when
@@ -111,10 +107,9 @@ def add_cmd(
     except ScheduleError as exc:
         _fail(exc)
         return
-    if as_json:
-        print_json(added.to_dict())
-        return
-    typer.echo(f"scheduled {added.id}: {added.kind} {added.time!r}, next run {added.to_dict()['next_run']}")
+    shown = added.to_dict()
+    show_one(shown, f"scheduled {added.id}: {added.kind} {added.time!r}, next run {shown['next_run']}",
+             as_json=as_json)
 
 
 def remove_cmd(
@@ -123,6 +118,7 @@ def remove_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Remove a schedule (its past runs stay in the records)."""
+    from tooldeck.cli.table import show_one
     from tooldeck.schedules.errors import ScheduleError
 
     store = _store(home)
@@ -131,10 +127,7 @@ def remove_cmd(
     except ScheduleError as exc:
         _fail(exc)
         return
-    if as_json:
-        print_json(gone.to_dict())
-        return
-    typer.echo(f"removed {gone.id}")
+    show_one(gone.to_dict(), f"removed {gone.id}", as_json=as_json)
 
 
 def run_due_cmd(

@@ -88,7 +88,14 @@ def serve(
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+    """Do what Ctrl-C does now: asyncio's runner, while it runs, holds SIGINT and cancels its main task (the
+    stdio server then ends its session in order); raising KeyboardInterrupt here instead would land in
+    whatever task the loop was running and end the serve with an "unhandled exception" traceback."""
+    on_sigint = signal.getsignal(signal.SIGINT)
+    if callable(on_sigint):
+        on_sigint(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt  # SIGINT ignored (a background job of a shell): SIGTERM still stops the server
 
 
 @contextlib.contextmanager
@@ -96,10 +103,17 @@ def _stop_on_sigterm() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so both take the same way out. uvicorn replaces the
     handler while it serves and, after its graceful shutdown, raises the signal again: it lands here."""
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # A background job of a non-interactive shell starts with SIGINT ignored; asyncio's runner then leaves
+    # SIGINT alone and SIGTERM would have no orderly path. Serve takes Ctrl-C as its documented stop.
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, token: str | None,

@@ -7,6 +7,9 @@ full, so a table whose ids alone are wider than the terminal is wider than the t
 characters are shown escaped (`\\x1b`, `\\n`), never sent to the terminal (a call name is whatever a
 model sent).
 
+`show_rows` and `show_one` are how every command prints what it lists or did: the table (or one line)
+for a person, the same data as JSON with `--json`.
+
 Kept free of rich on purpose: the CLI's start-up budget is a few hundred milliseconds, and rich's
 console and table modules cost about 25 ms of it (docs/benchmarks.md, "Start-up").
 """
@@ -15,9 +18,9 @@ from __future__ import annotations
 
 import shutil
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 GAP = 2
 ELLIPSIS = "…"
@@ -154,3 +157,36 @@ def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int 
                          (text if last else pad(text, w)))
         lines.append((" " * GAP).join(parts).rstrip())
     return "\n".join(lines) + "\n"
+
+
+def show_rows(data: Sequence[Any], columns: Sequence[Column], rows: Iterable[Sequence[str]], *, as_json: bool,
+              empty: str | None = None, footer: str | None = None) -> None:
+    """What a list command prints. `--json`: `data` as a JSON array (`[]` when there is nothing). Else the
+    table of `rows` with `footer` under it, or, with no rows, the line `empty` (nothing when None)."""
+    import typer
+
+    from tooldeck.cli.common import print_json
+
+    if as_json:
+        print_json(list(data))
+        return
+    table = [tuple(row) for row in rows]
+    if not table:
+        if empty is not None:
+            typer.echo(empty)
+        return
+    typer.echo(render(columns, table), nl=False)
+    if footer is not None:
+        typer.echo(footer)
+
+
+def show_one(data: Any, line: str, *, as_json: bool) -> None:
+    """What a command about one thing prints: `data` as JSON with `--json`, else the one `line`."""
+    import typer
+
+    from tooldeck.cli.common import print_json
+
+    if as_json:
+        print_json(data)
+    else:
+        typer.echo(line)

@@ -162,6 +162,27 @@ def test_every_error_saves_nothing(make_runtime: MakeRuntime, tmp_path: Path, se
     assert [p for root in roots for p in root.rglob("*") if p.is_file() and "output" in p.parts] == []
 
 
+def test_taken_names_are_passed_over_and_none_free_is_an_error(make_runtime: MakeRuntime, tmp_path: Path,
+                                                               server: LoopbackServer,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tooldeck.builtins import media_files
+
+    home = _home(tmp_path, server)
+    server.answers["/v1/audio/speech"] = Answer(200, OGG, {"content-type": "audio/ogg"})
+    rt = make_runtime(home=home, loading="eager", allow=["builtin:generate_audio"], net_allow=["127.0.0.1"])
+    inv = rt.invocation()
+    out = inv.run_state.workspace_root / "output"
+    (out / "hi.ogg").mkdir(parents=True)  # a folder takes the name as a file would
+    (out / "hi-2.ogg").write_bytes(b"mine")
+    [saved] = inv.run([{"id": "a", "name": "generate_audio", "arguments": {"text": "x", "output_file": "hi"}}])
+    assert json.loads(saved.content)["path"] == "output/hi-3.ogg"
+    monkeypatch.setattr(media_files, "MAX_NAMES", 3)
+    [full] = inv.run([{"id": "b", "name": "generate_audio", "arguments": {"text": "x", "output_file": "hi"}}])
+    assert full.error_code == "media.no_free_name" and "output/hi.ogg and 2 numbered variants" in full.content
+    assert sorted(p.name for p in out.iterdir()) == ["hi-2.ogg", "hi-3.ogg", "hi.ogg"]
+    assert (out / "hi-2.ogg").read_bytes() == b"mine" and (out / "hi-3.ogg").read_bytes() == OGG
+
+
 def test_a_model_of_another_provider_is_refused(make_runtime: MakeRuntime, tmp_path: Path,
                                                 server: LoopbackServer) -> None:
     home = _home(tmp_path, server, provider="anthropic")
@@ -181,6 +202,24 @@ def test_the_time_limit_stops_the_request(make_runtime: MakeRuntime, tmp_path: P
     while server.closed < server.connections and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.closed == server.connections == 1
+    assert not (root / "output").exists() or not any((root / "output").iterdir())
+
+
+def test_an_image_url_that_never_answers_is_http_timeout(make_runtime: MakeRuntime, tmp_path: Path,
+                                                         server: LoopbackServer,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image's own download maps httpx's errors as every network tool does (it was request_failed)."""
+    home = _home(tmp_path, server)
+    monkeypatch.setattr(media, "IMAGE_TIMEOUT_S", 2.0)
+    server.answers["/v1/images/generations"] = Answer(200, json.dumps({"data": [{"url": f"{server.url}/img/1"}]})
+                                                      .encode())
+    server.answers["/img/1"] = Answer(200, PNG, {"content-type": "image/png"}, delay_s=6)
+    result, root = _run(make_runtime, home, "generate_image", {"prompt": "p"})
+    assert result.error_code == "http.timeout" and "nothing was saved" in result.content
+    deadline = time.monotonic() + 30
+    while server.closed < server.connections and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.closed == server.connections  # the stalled download was closed, not left waiting
     assert not (root / "output").exists() or not any((root / "output").iterdir())
 
 

@@ -9,19 +9,18 @@ trash, versions and file locks as `workspace_restore_file`.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from tooldeck.builtins import workspace_trash as trash
 from tooldeck.builtins.agenvoy_files import descriptors, task
 from tooldeck.builtins.agenvoy_files.common import FIELD_REQUIRED, workspace
 from tooldeck.builtins.registry import BuiltinTool
 from tooldeck.catalog.sources import CallContext
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
-from tooldeck.core.results import ToolEffect, ToolOutput
-from tooldeck.workspace import effects
+from tooldeck.core.results import ToolOutput
 from tooldeck.workspace import errors as E
-from tooldeck.workspace.limits import MAX_FILE_BYTES, check_size
+from tooldeck.workspace.limits import MAX_FILE_BYTES
 from tooldeck.workspace.names import shown
 from tooldeck.workspace.store import ANY, Location, WorkspaceStore
 
@@ -43,59 +42,40 @@ def restore_file(args: dict[str, Any], ctx: CallContext) -> ToolOutput:
     return out
 
 
-def _versions_text(store: WorkspaceStore, rel: str, limit: int = 10) -> str:
-    versions = store.history.versions(rel)
-    if not versions:
-        return ""
-    listed = ", ".join(f"{v.number} ({v.size:,} bytes, {_when(v.saved_at)})" for v in reversed(versions[-limit:]))
-    return f"recorded versions, newest first: {listed}"
-
-
-def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts)) + " UTC"
+def _versions_text(store: WorkspaceStore, loc: Location) -> str:
+    versions = trash.newest_versions(store, loc)
+    listed = ", ".join(f"{v.number} ({v.size:,} bytes, {trash.utc(v.saved_at)})" for v in versions)
+    return f"recorded versions, newest first: {listed}" if listed else ""
 
 
 def _removed(store: WorkspaceStore, loc: Location) -> ToolOutput:
-    entry = store.history.latest_removed(loc.real_rel)
+    try:
+        entry = trash.bring_back(store, loc)
+    except FileExistsError:
+        raise ToolCallError(E.RESTORE_TARGET_EXISTS, f"{loc.shown} exists again, so the removed file cannot go back "
+                            "there; remove or rename the current file first") from None
     if entry is None:
-        listed = _versions_text(store, loc.real_rel)
+        listed = _versions_text(store, loc)
         if listed and store.kind(loc) is not None:
             raise ToolCallError(E.RESTORE_VERSION_REQUIRED, f"{loc.shown} was not removed; {listed}. Pass version to "
                                 "put one of them back")
         raise ToolCallError(E.RESTORE_NOTHING_TO_RESTORE, f"{loc.shown} has nothing to restore: it was not removed"
                             + (f"; {listed}" if listed else " and has no recorded versions"))
-    try:
-        store.restore_removed(loc, entry)
-    except FileExistsError:
-        raise ToolCallError(E.RESTORE_TARGET_EXISTS, f"{loc.shown} exists again, so the removed file cannot go back "
-                            "there; remove or rename the current file first") from None
-    effect = ToolEffect(effects.FILE_RESTORED, {"path": loc.shown, "source": "trash", "sha256": entry.sha256})
+    effect, structured = trash.from_trash(loc, entry)
     return ToolOutput(f"restored: {loc.shown} ({entry.size:,} bytes) from the trash; read it with read_files before "
-                      "editing it", {"path": loc.shown, "source": "trash", "sha256": entry.sha256, "size": entry.size},
-                      resource_refs=[loc.shown], effects=[effect])
+                      "editing it", structured, resource_refs=[loc.shown], effects=[effect])
 
 
 def _version(store: WorkspaceStore, loc: Location, version: int) -> ToolOutput:
-    size = store.history.version_size(loc.real_rel, version)
-    if size is not None:
-        check_size(loc, size)
-    data = store.history.version_bytes(loc.real_rel, version, MAX_FILE_BYTES) if size is not None else None
+    data = trash.version_data(store, loc, version)
     if data is None:
-        listed = _versions_text(store, loc.real_rel)
         raise ToolCallError(E.RESTORE_VERSION_NOT_FOUND, f"{loc.shown} has no version {version}; "
-                            + (listed or "it has no recorded versions"))
-    check_size(loc, len(data))
-    swap = store.swap(loc, ANY, lambda _old: data)
-    kept = ""
-    if swap.old_data is not None:
-        newest = store.history.versions(loc.real_rel)
-        if newest:
-            kept = f"; the content it replaced is version {newest[-1].number}"
-    effect = ToolEffect(effects.FILE_RESTORED, {"path": loc.shown, "source": "version", "version": version,
-                                                "previous_sha256": swap.old_sha256, "sha256": swap.sha256})
-    return ToolOutput(f"restored: {loc.shown} to version {version} ({len(data):,} bytes){kept}",
-                      {"path": loc.shown, "source": "version", "version": version, "sha256": swap.sha256,
-                       "size": len(data)}, resource_refs=[loc.shown], effects=[effect])
+                            + (_versions_text(store, loc) or "it has no recorded versions"))
+    swap, kept_as = trash.put_version(store, loc, data)
+    kept = f"; the content it replaced is version {kept_as}" if kept_as is not None else ""
+    effect, structured = trash.from_version(loc, version, swap)
+    return ToolOutput(f"restored: {loc.shown} to version {version} ({len(data):,} bytes){kept}", structured,
+                      resource_refs=[loc.shown], effects=[effect])
 
 
 def _restore_task(ctx: CallContext, store: WorkspaceStore, policy: Any) -> ToolOutput:
@@ -127,10 +107,8 @@ def _undo(store: WorkspaceStore, loc: Location, first: task.First) -> str:
         raise ToolCallError(E.RESTORE_TARGET_EXISTS, f"{loc.shown} was removed in this run and exists again; remove "
                             "or rename the current file, then restore it")
     if now is None:
-        entry = store.history.latest_removed(loc.real_rel)
-        if entry is None:
+        if trash.bring_back(store, loc) is None:
             raise ToolCallError(E.RESTORE_NOTHING_TO_RESTORE, f"{loc.shown} is gone and not in the trash")
-        store.restore_removed(loc, entry)
         if first[0] == "removed":
             return "brought back from the trash"
     version = first[1]
