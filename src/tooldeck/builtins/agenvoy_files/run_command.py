@@ -214,10 +214,17 @@ def _answer(output: str, exit_code: int | None) -> str:
 async def _host(argv: list[str], ctx: CallContext, cwd: str) -> ToolOutput:
     timeout = limits_for(ctx).timeout_s
     env = {k: os.environ[k] for k in HOST_ENV_KEYS if k in os.environ}
+    spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True))
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        proc = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # cancelled while the process was being set up (it may already run and have children): asyncio would kill
+        # only the leader, so let the start finish and stop the whole group
+        with contextlib.suppress(OSError):
+            await asyncio.shield(_started_then_stopped(spawn))
+        raise
     except FileNotFoundError:
         raise ToolCallError(COMMAND_REFUSED, f'failed to run command: "{argv[0]}" is not found on the host') from None
     except PermissionError:
@@ -250,6 +257,10 @@ async def _host(argv: list[str], ctx: CallContext, cwd: str) -> ToolOutput:
         text += f"\n[output truncated at 128 KiB; {dropped:,} more bytes dropped]"
     return ToolOutput(_answer(text, proc.returncode), {"exit_code": proc.returncode, "sandbox": False,
                                                        "pid": proc.pid, "truncated": bool(dropped)})
+
+
+async def _started_then_stopped(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    await _stop(await spawn)
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
