@@ -13,9 +13,7 @@ is killed, so nothing it started outlives its answer.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import orjson
 
 from tooldeck.policy.hooks import FAILED, INVALID_OUTPUT, TIMEOUT, Hook, HookAnswer, HookCall, HookFailure, answer_from
+from tooldeck.process_group import kill_group, spawn
 
 DENY_EXIT = 2
 """The exit code that denies the call with stderr as the reason (as Claude Code's hooks)."""
@@ -89,9 +88,8 @@ async def run(argv: list[str], payload: bytes, cwd: Path, env: dict[str, str],
     """(exit code, stdout, stderr) of `argv` fed `payload`; HookFailure when it cannot start, passes
     `timeout_s` (its process group is killed first) or writes more than STDOUT_LIMIT."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=cwd, env=env, start_new_session=True)
+        proc = await spawn(*argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                           stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env)
     except OSError as exc:
         raise HookFailure(FAILED, f"it could not start ({argv[0]}: {exc.strerror or exc})") from None
     try:
@@ -100,13 +98,13 @@ async def run(argv: list[str], payload: bytes, cwd: Path, env: dict[str, str],
                                                _read(proc, proc.stderr, STDERR_LIMIT), _feed(proc, payload))
             rc = await proc.wait()
     except TimeoutError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         await _reap(proc)
         raise HookFailure(TIMEOUT, f"it did not answer within {timeout_s:g} s; its processes were killed") from None
     except BaseException:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         raise
-    _kill_group(proc.pid)  # whatever it left running in its group
+    kill_group(proc.pid)  # whatever it left running in its group
     if len(out) > STDOUT_LIMIT:
         raise HookFailure(INVALID_OUTPUT, f"it wrote more than {STDOUT_LIMIT} bytes on stdout")
     return rc, out, err[:STDERR_LIMIT]
@@ -129,7 +127,7 @@ async def _read(proc: asyncio.subprocess.Process, stream: Any, limit: int) -> by
         data = bytes(await stream.readexactly(limit + 1))
     except asyncio.IncompleteReadError as short:
         return bytes(short.partial)
-    _kill_group(proc.pid)  # over the limit: stop it now rather than wait for it to fill the pipe
+    kill_group(proc.pid)  # over the limit: stop it now rather than wait for it to fill the pipe
     return data
 
 
@@ -142,11 +140,6 @@ async def _feed(proc: asyncio.subprocess.Process, payload: bytes) -> None:
         stdin.close()
     except (BrokenPipeError, ConnectionResetError):  # the hook answered without reading: its right
         pass
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def profile_hooks(specs: Iterable[Any], home: Path) -> list[Hook]:

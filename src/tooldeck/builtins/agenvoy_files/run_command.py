@@ -17,7 +17,6 @@ sent SIGTERM, then SIGKILL after a grace period, and awaited: the work really st
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shlex
 import signal
@@ -37,6 +36,7 @@ from tooldeck.catalog.sources import CallContext
 from tooldeck.core.errors import ToolCallError
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
+from tooldeck.process_group import kill_group, spawn
 from tooldeck.workspace.names import shown
 from tooldeck.workspace.paths import PathPolicy, parse_dir, parse_path
 
@@ -214,17 +214,9 @@ def _answer(output: str, exit_code: int | None) -> str:
 async def _host(argv: list[str], ctx: CallContext, cwd: str) -> ToolOutput:
     timeout = limits_for(ctx).timeout_s
     env = {k: os.environ[k] for k in HOST_ENV_KEYS if k in os.environ}
-    spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True))
     try:
-        proc = await asyncio.shield(spawn)
-    except asyncio.CancelledError:
-        # cancelled while the process was being set up (it may already run and have children): asyncio would kill
-        # only the leader, so let the start finish and stop the whole group
-        with contextlib.suppress(OSError):
-            await asyncio.shield(_started_then_stopped(spawn))
-        raise
+        proc = await spawn(*argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                           stderr=asyncio.subprocess.STDOUT)
     except FileNotFoundError:
         raise ToolCallError(COMMAND_REFUSED, f'failed to run command: "{argv[0]}" is not found on the host') from None
     except PermissionError:
@@ -259,15 +251,10 @@ async def _host(argv: list[str], ctx: CallContext, cwd: str) -> ToolOutput:
                                                        "pid": proc.pid, "truncated": bool(dropped)})
 
 
-async def _started_then_stopped(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
-    await _stop(await spawn)
-
-
 async def _stop(proc: asyncio.subprocess.Process) -> None:
     """SIGTERM to the process group, SIGKILL after the grace period, then wait for the process."""
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
+        kill_group(proc.pid, sig)
         if wait is None:
             break
         try:
@@ -275,8 +262,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
             break
         except TimeoutError:
             continue
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # children that outlived the leader
+    kill_group(proc.pid)  # children that outlived the leader
     await proc.wait()
 
 
