@@ -58,15 +58,20 @@ class RawChannel:
     around the transport's read stream; `call` writes on the transport's write stream.
     """
 
-    __slots__ = ("_closed", "_ids", "_inner", "_pending", "_progress", "_write")
+    __slots__ = ("_closed", "_ids", "_inner", "_pending", "_progress", "_send_raw", "_write")
 
     def __init__(self, read_stream: Any, write_stream: Any) -> None:
         self._inner = read_stream
         self._write = write_stream
-        self._pending: dict[str, asyncio.Future[JSONRPCResponse | JSONRPCError]] = {}
+        self._pending: dict[str, asyncio.Future[dict[str, Any] | MCPError]] = {}
         self._progress: dict[str, ProgressFn] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        # The stdio pipes (`stdio_pipes.py`) offer the lines of relayed calls before parsing them, and write
+        # a plain object; other transports go through `_taken` and `send`.
+        if hasattr(read_stream, "taker"):
+            read_stream.taker = self._take_raw
+        self._send_raw = getattr(write_stream, "send_raw", None)
 
     # -- the read side (the dispatcher's loop) ------------------------------------------------------
     @property
@@ -84,19 +89,54 @@ class RawChannel:
             if future is None:
                 return False
             if not future.done():
-                future.set_result(msg)
+                error = msg.error if isinstance(msg, JSONRPCError) else None
+                future.set_result(msg.result if error is None else  # type: ignore[union-attr]
+                                  MCPError(code=error.code, message=error.message, data=error.data))
             return True
         if isinstance(msg, JSONRPCNotification) and msg.method == "notifications/progress" and msg.params:
-            token = msg.params.get("progressToken")
-            on_progress = self._progress.get(token) if isinstance(token, str) else None
-            if on_progress is None:
-                return False
-            params = msg.params
-            # A task, as the SDK does: a slow client must not stop the read loop.
-            asyncio.get_running_loop().create_task(
-                _report(on_progress, params.get("progress"), params.get("total"), params.get("message")))
-            return True
+            return self._on_progress(msg.params)
         return False
+
+    def _take_raw(self, data: dict[str, Any]) -> bool:
+        """`_taken` for a decoded line of the stdio pipes; what is not well-formed is left to the SDK's parse."""
+        if data.get("jsonrpc") != "2.0":
+            return False
+        if "method" in data:
+            params = data.get("params")
+            if data["method"] == "notifications/progress" and "id" not in data and isinstance(params, dict):
+                return self._on_progress(params)
+            return False
+        request_id = data.get("id")
+        future = self._pending.get(request_id) if isinstance(request_id, str) else None
+        if future is None:
+            return False
+        if "result" in data:
+            result = data["result"]
+            if "error" in data or not isinstance(result, dict):
+                return False
+            outcome: dict[str, Any] | MCPError = result
+        else:
+            error = data.get("error")
+            if not isinstance(error, dict):
+                return False
+            code, message = error.get("code"), error.get("message")
+            if type(code) is not int or not isinstance(message, str):
+                return False
+            outcome = MCPError(code=code, message=message, data=error.get("data"))
+        del self._pending[request_id]
+        if not future.done():
+            future.set_result(outcome)
+        return True
+
+    def _on_progress(self, params: dict[str, Any]) -> bool:
+        token = params.get("progressToken")
+        on_progress = self._progress.get(token) if isinstance(token, str) else None
+        if on_progress is None:
+            return False
+        # A task, as the SDK does: a slow client must not stop the read loop.
+        asyncio.get_running_loop().create_task(
+            _report(on_progress, params.get("progress"), params.get("total"), params.get("message")))
+        return True
 
     def _ended(self) -> None:
         self._closed = True
@@ -163,14 +203,18 @@ class RawChannel:
             self._progress[request_id] = on_progress
         headers = opts.get("headers")
         metadata = ClientMessageMetadata(headers=headers) if headers else None
-        future: asyncio.Future[JSONRPCResponse | JSONRPCError] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[dict[str, Any] | MCPError] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         written = False
         try:
-            message = JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params=params)
             try:
                 written = True  # a write interrupted by a cancel may still have been delivered
-                await self._write.send(SessionMessage(message, metadata))
+                if self._send_raw is not None:  # stdio: no headers to carry
+                    await self._send_raw({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                          "params": params})
+                else:
+                    message = JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params=params)
+                    await self._write.send(SessionMessage(message, metadata))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
             try:
@@ -186,10 +230,9 @@ class RawChannel:
         finally:
             self._pending.pop(request_id, None)
             self._progress.pop(request_id, None)
-        if isinstance(reply, JSONRPCError):
-            error = reply.error
-            raise MCPError(code=error.code, message=error.message, data=error.data)
-        return reply.result
+        if isinstance(reply, MCPError):
+            raise reply
+        return reply
 
     async def _cancel(self, request_id: str, reason: str) -> None:
         """The courtesy `notifications/cancelled` (the streamable-HTTP transport turns it into closing the POST)."""

@@ -1,5 +1,5 @@
-"""How a connection reaches its server: the stdio process (its stderr into the server's log) or the
-streamable HTTP client, whose response hook keeps what the SDK drops.
+"""How a connection reaches its server: the stdio process (`stdio_pipes.py`, its stderr into the server's
+log) or the streamable HTTP client, whose response hook keeps what the SDK drops.
 
 The SDK turns an HTTP error status into a generic JSON-RPC error and keeps neither the status nor the
 headers, so `response_observer` records every POST reply that is not a plain MCP success in the
@@ -12,19 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from types import TracebackType
 from typing import IO, Any
 
 import httpx2
 import orjson
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import Evidence, HttpReply, plain_success, shown_url
 from tooldeck.sources.mcp.failures import describe
+from tooldeck.sources.mcp.stdio_pipes import stdio_pipes
 
 log = logging.getLogger("tooldeck.mcp")
 
@@ -59,50 +59,11 @@ def raw_line(exc: Exception) -> str:
     return describe(exc)
 
 
-class _ObservedReadStream:
-    """The stdio read stream, noting each stdout line that is not JSON-RPC in `Evidence` as it is read.
-
-    The SDK hands such a line to the message handler in a task of its own, which can run after the
-    end of the stream has already failed the handshake; noted here, in stream order, the line is in
-    the evidence before the failure is classified.
-    """
-
-    __slots__ = ("_evidence", "_inner")
-
-    def __init__(self, inner: Any, evidence: Evidence) -> None:
-        self._inner, self._evidence = inner, evidence
-
-    def _seen(self, item: Any) -> Any:
-        if isinstance(item, Exception):
-            self._evidence.add_noise(raw_line(item))
-        return item
-
-    async def receive(self) -> Any:
-        return self._seen(await self._inner.receive())
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _ObservedReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        return self._seen(await self._inner.__anext__())
-
-    async def __aenter__(self) -> _ObservedReadStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc, tb)
-
-
 @asynccontextmanager
 async def _stdio_transport(params: StdioServerParameters, errlog: IO[str],
                            evidence: Evidence) -> AsyncIterator[Any]:
-    async with stdio_client(params, errlog=errlog) as (read_stream, write_stream):
-        yield _ObservedReadStream(read_stream, evidence), write_stream
+    async with stdio_pipes(params, errlog, evidence) as streams:
+        yield streams
 
 
 def _jsonrpc_method(request: httpx2.Request) -> str:

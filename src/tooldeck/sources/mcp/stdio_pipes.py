@@ -1,0 +1,205 @@
+"""The stdio transport to an MCP server process, read and written by the tasks that use it.
+
+The SDK's `stdio_client` bridges the server's pipes to the session through two tasks and two zero-buffer
+memory streams: every message the session sends, and every line the server writes, is a hand-off between
+tasks (a wake-up of each, through anyio's stream machinery). Here the session's read loop reads the
+server's stdout itself (`PipeReader`: one line, one parsed message) and a sender writes its own frame to
+the server's stdin (`PipeWriter`: one `write` of the whole line, so concurrent messages never interleave).
+
+`raw_relay.RawChannel` takes its replies before they are parsed: a line that carries one of its request ids
+(`RAW_MARK`) is offered to it as a plain decoded object, and only what it does not take is validated into a
+`SessionMessage`; its requests are written with `send_raw`, without a model.
+
+What stays the SDK's: spawning the process (its own session/process group, stderr into `errlog`, the
+default environment) and stopping it (stdin closed, a grace period, then the whole tree killed), shielded
+from cancellation. As in the SDK, the server's remaining stdout is drained while it stops (a server blocked
+writing could not see its stdin close), a line that is not JSON-RPC reaches the session as the exception its
+parse raised (noted in `Evidence` as it is read), and a failed write ends the read stream, so the session
+sees the connection close instead of a request hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from types import TracebackType
+from typing import IO, Any
+
+import anyio
+import mcp_types as types
+import orjson
+from mcp.client.stdio import (
+    StdioServerParameters,
+    _create_platform_compatible_process,
+    _get_executable_command,
+    _stop_server_process,
+    get_default_environment,
+)
+from mcp.shared.message import SessionMessage
+
+from tooldeck.sources.mcp.evidence import Evidence
+
+log = logging.getLogger("tooldeck.mcp")
+
+RAW_MARK = b'"tooldeck-relay-'
+"""In every line that answers or reports on a relayed call (`raw_relay.RAW_PREFIX`, as a JSON string)."""
+READ_CHUNK = 1 << 16
+
+Taker = Callable[[dict[str, Any]], bool]
+
+
+class PipeReader:
+    """The session's read stream: one JSON-RPC message (or the exception that parsing a line raised) per line
+    of the server's stdout. `taker` (the raw relay's) sees the lines of relayed calls first."""
+
+    __slots__ = ("_buffer", "_closed", "_evidence", "_scanned", "_stdout", "taker")
+
+    def __init__(self, stdout: Any, evidence: Evidence) -> None:
+        self._stdout = stdout
+        self._evidence = evidence
+        self._buffer = bytearray()
+        self._scanned = 0
+        self._closed = False
+        self.taker: Taker | None = None
+
+    async def receive(self) -> SessionMessage | Exception:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        buffer = self._buffer
+        while True:
+            end = buffer.find(b"\n", self._scanned)
+            if end < 0:
+                self._scanned = len(buffer)
+                try:
+                    chunk = await self._stdout.receive(READ_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError,
+                        OSError):
+                    # The server closed stdout, or a failed write ended the stream: as the SDK, a last line
+                    # without its newline is dropped.
+                    raise anyio.EndOfStream from None
+                buffer += chunk
+                continue
+            line = bytes(buffer[:end])
+            del buffer[:end + 1]
+            self._scanned = 0
+            taker = self.taker
+            if taker is not None and RAW_MARK in line and _taken(taker, line):
+                continue
+            return self._parse(line)
+
+    def _parse(self, line: bytes) -> SessionMessage | Exception:
+        text = line.decode("utf-8", "replace")
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+        except ValueError as exc:
+            log.debug("MCP server stdout line is not JSON-RPC: %r", text[:200])
+            self._evidence.add_noise(text)
+            return exc
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    def __aiter__(self) -> PipeReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> PipeReader:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+def _taken(taker: Taker, line: bytes) -> bool:
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and taker(data)
+
+
+class PipeWriter:
+    """The session's write stream: each message is one write of its JSON line to the server's stdin."""
+
+    __slots__ = ("_closed", "_reader", "_stdin")
+
+    def __init__(self, stdin: Any, reader: PipeReader) -> None:
+        self._stdin = stdin
+        self._reader = reader
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._write((item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+
+    async def send_raw(self, message: dict[str, Any]) -> None:
+        """Write a JSON-RPC message given as a plain object (the raw relay's requests)."""
+        try:
+            data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # a value orjson does not know (bytes, a set …): the SDK's serializer takes it
+            data = (types.jsonrpc_message_adapter.validate_python(message).model_dump_json(
+                by_alias=True, exclude_unset=True) + "\n").encode()
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            await self._stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # As the SDK's writer: the server may still be alive, so end the read stream and let the session
+            # see the connection close rather than wait for a reply that cannot come.
+            self._closed = True
+            with suppress(Exception):
+                await self._reader._stdout.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> PipeWriter:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+async def _drain(stdout: Any) -> None:
+    """Read and drop the server's remaining stdout, so that a server blocked writing can see stdin close."""
+    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
+        while True:
+            await stdout.receive(READ_CHUNK)
+
+
+@asynccontextmanager
+async def stdio_pipes(params: StdioServerParameters, errlog: IO[str],
+                      evidence: Evidence) -> AsyncIterator[tuple[PipeReader, PipeWriter]]:
+    """Spawn the server and yield (read stream, write stream) on its stdout and stdin; stop it on exit."""
+    command = await _get_executable_command(params.command)
+    process = await _create_platform_compatible_process(
+        command=command, args=params.args, env=get_default_environment() | (params.env or {}), errlog=errlog,
+        cwd=params.cwd)
+    assert process.stdout is not None and process.stdin is not None
+    reader = PipeReader(process.stdout, evidence)
+    writer = PipeWriter(process.stdin, reader)
+    try:
+        yield reader, writer
+    finally:
+        # Shielded, every wait inside bounded (the SDK's stop): a cancelled caller must not leak the process.
+        with anyio.CancelScope(shield=True):
+            await reader.aclose()
+            await writer.aclose()
+            drain = asyncio.get_running_loop().create_task(_drain(process.stdout))
+            try:
+                await _stop_server_process(process)  # closes stdout last, which ends the drain
+            finally:
+                drain.cancel()
+                with suppress(asyncio.CancelledError):
+                    await drain

@@ -1,0 +1,193 @@
+"""The stdio transport to an MCP server (`stdio_pipes.py`): lines to messages in any chunking, the raw relay's
+replies taken before parsing, a failed write ending the read stream, the drain and the kill on close."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+from tooldeck.sources.mcp.evidence import Evidence
+from tooldeck.sources.mcp.raw_relay import RawChannel
+from tooldeck.sources.mcp.stdio_pipes import PipeReader, PipeWriter, stdio_pipes
+
+
+class Chunks:
+    """A byte stream that hands out the given chunks, then its end (the shape of anyio's process stdout)."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = list(chunks)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        await asyncio.sleep(0)
+        if not self._chunks:
+            raise anyio.EndOfStream
+        return self._chunks.pop(0)
+
+    async def aclose(self) -> None:
+        self._chunks.clear()
+
+
+class Sink:
+    """Stdin: keeps every frame written."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+
+    async def send(self, data: bytes) -> None:
+        self.frames.append(data)
+
+
+_OTHER = [
+    b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}',
+    b'{"jsonrpc":"2.0","id":7,"result":{}}',
+    b'{"jsonrpc":"2.0","id":"tooldeck-relay-999","result":{}}',  # an id no call is waiting for
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tooldeck-relay-5","progress":1}}',
+    b"not json at all",
+    b'{"jsonrpc":"2.0","id":"tooldeck-relay-1","result":[1]}',  # malformed: left to the SDK's parse (an error)
+    b"",
+]
+
+
+def _split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(picks=st.lists(st.integers(0, len(_OTHER) - 1), max_size=8), errors=st.lists(st.booleans(), min_size=3,
+       max_size=3), cuts=st.lists(st.integers(0, 4000), max_size=12), order=st.randoms(use_true_random=False))
+def test_lines_in_any_chunking_reach_the_session_or_the_relay(picks: list[int], errors: list[bool],
+                                                               cuts: list[int], order: Any) -> None:
+    async def scenario() -> None:
+        evidence = Evidence()
+        sink = Sink()
+        reader = PipeReader(Chunks([]), evidence)
+        channel = RawChannel(reader, PipeWriter(sink, reader))
+        calls = [asyncio.create_task(channel.call(lambda data, opts: None, "echo", {"i": i}, 30.0))
+                 for i in range(len(errors))]
+        while len(sink.frames) < len(calls):
+            await asyncio.sleep(0)
+        requests = [orjson.loads(frame) for frame in sink.frames]
+        assert all(frame.endswith(b"\n") and frame.count(b"\n") == 1 for frame in sink.frames)
+        assert [r["params"]["arguments"]["i"] for r in requests] == list(range(len(calls)))
+        replies = []
+        for request, error in zip(requests, errors, strict=True):
+            body: dict[str, Any] = ({"error": {"code": -32000, "message": f"no {request['id']}"}} if error
+                                    else {"result": {"content": [], "n": request["id"]}})
+            replies.append(orjson.dumps({"jsonrpc": "2.0", "id": request["id"], **body}))
+        others = [_OTHER[i] for i in picks]
+        lines = others + replies
+        order.shuffle(lines)
+        reader._stdout = Chunks(_split(b"".join(line + b"\n" for line in lines), cuts))
+        seen = [item async for item in channel]
+        expected = [line for line in lines if line in others]
+        assert len(seen) == len(expected)
+        for item, line in zip(seen, expected, strict=True):
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line.decode(), by_name=False)
+            except ValueError:
+                assert isinstance(item, Exception)
+                continue
+            assert isinstance(item, SessionMessage) and item.message == message
+        noted = Evidence()
+        for item, line in zip(seen, expected, strict=True):
+            if isinstance(item, Exception):
+                noted.add_noise(line.decode())
+        assert evidence.noise == noted.noise and (not noted.noise or b"not json at all" in expected
+                                                  or _OTHER[5] in expected)
+        for task, request, error in zip(calls, requests, errors, strict=True):
+            if error:
+                with pytest.raises(MCPError, match=f"no {request['id']}"):
+                    await task
+            else:
+                assert await task == {"content": [], "n": request["id"]}
+
+    asyncio.run(scenario())
+
+
+def _server(tmp_path: Path, body: str) -> StdioServerParameters:
+    script = tmp_path / "server.py"
+    script.write_text(textwrap.dedent(body))
+    return StdioServerParameters(command=sys.executable, args=[str(script)])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_a_failed_write_ends_the_read_stream(tmp_path: Path) -> None:
+    """The server closes its stdin but keeps stdout open: a send fails, and the session's read loop ends
+    (then `CONNECTION_CLOSED`) instead of waiting for a reply that cannot come."""
+    params = _server(tmp_path, """
+        import os, sys, time
+        os.close(0)
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    with (tmp_path / "err.log").open("w") as errlog:
+        async with stdio_pipes(params, errlog, Evidence()) as (reader, writer):
+            channel = RawChannel(reader, writer)
+            first = await channel.receive()
+            assert isinstance(first, Exception)  # "ready" is not JSON-RPC
+            call = asyncio.create_task(channel.call(lambda data, opts: None, "echo", {}, 60.0))
+            async with asyncio.timeout(30):
+                with pytest.raises(StopAsyncIteration):
+                    await anext(channel)
+                with pytest.raises(MCPError) as caught:
+                    await call
+            assert caught.value.code == types.CONNECTION_CLOSED
+
+
+async def test_close_drains_stdout_so_the_server_can_exit(tmp_path: Path) -> None:
+    """A server blocked writing more than a pipe holds, nobody reading: on close its stdout is drained, so it
+    reaches its stdin's end and exits by itself (it is not killed: the marker it writes on the way out exists)."""
+    marker = tmp_path / "exited"
+    params = _server(tmp_path, f"""
+        import sys
+        sys.stdout.write("x" * (1 << 20) + "\\n")
+        sys.stdout.flush()
+        sys.stdin.read()
+        open({str(marker)!r}, "w").write("clean")
+    """)
+    with (tmp_path / "err.log").open("w") as errlog:
+        async with stdio_pipes(params, errlog, Evidence()):
+            await asyncio.sleep(0.2)
+    assert marker.read_text() == "clean"
+
+
+async def test_close_kills_a_server_that_ignores_stdin(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    params = _server(tmp_path, f"""
+        import os, signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(120)
+    """)
+    with (tmp_path / "err.log").open("w") as errlog:
+        async with stdio_pipes(params, errlog, Evidence()):
+            async with asyncio.timeout(30):
+                while not pid_file.exists() or not pid_file.read_text():
+                    await asyncio.sleep(0.02)
+    pid = int(pid_file.read_text())
+    async with asyncio.timeout(30):
+        while _alive(pid):
+            await asyncio.sleep(0.05)
