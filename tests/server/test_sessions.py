@@ -29,7 +29,8 @@ def _server(home: Path, profile: dict[str, Any] | None = None, sources: tuple[An
 async def test_budget_bounds_one_call_not_the_session(tmp_path: Path) -> None:
     mcp = _server(tmp_path, {"max_calls_per_invocation": 1, "max_calls_per_tool": {"builtin:dice.roll": 1}})
     async with Client(mcp.server, mode="legacy") as client:
-        results = [await client.call_tool("dice_roll", {"formula": "d6"}) for _ in range(5)]
+        # distinct formulas: five identical rolls that came out alike would be refused as a repeated call
+        results = [await client.call_tool("dice_roll", {"formula": f"d{6 + i}"}) for i in range(5)]
     assert [r.is_error for r in results] == [False] * 5
     assert len(list((tmp_path / "workspaces").iterdir())) == 1  # one run for the whole session
 

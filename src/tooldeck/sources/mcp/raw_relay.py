@@ -261,7 +261,11 @@ class RawTransport:
 
     async def __aenter__(self) -> tuple[RawChannel, Any]:
         read_stream, write_stream = await self._inner.__aenter__()
-        self.channel = RawChannel(read_stream, write_stream)
+        try:
+            self.channel = RawChannel(read_stream, write_stream)
+        except BaseException as exc:  # the transport is open (a server process may run): close it
+            await self._inner.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
         return self.channel, write_stream
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
