@@ -153,52 +153,36 @@ def test_a_host_command_past_its_time_limit_is_stopped_with_its_children(make_ru
     assert _stops_changing(s.root / "tick")
 
 
-def test_a_cancelled_host_command_is_stopped(make_runtime: MakeRuntime) -> None:
+@pytest.mark.parametrize("slow_start", [False, True], ids=["running", "while-it-starts"])
+def test_a_cancelled_host_command_is_stopped_with_its_children(
+        make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch, slow_start: bool) -> None:
+    """Cancelled while it runs, or while asyncio is still setting it up (asyncio alone kills only the leader)."""
+    if slow_start:
+        from asyncio import base_subprocess
+
+        connect = base_subprocess.BaseSubprocessTransport._connect_pipes
+
+        async def slow_connect(self: Any, waiter: Any) -> None:  # the set-up outlasts the command's first steps
+            await asyncio.sleep(1.0)
+            await connect(self, waiter)
+
+        monkeypatch.setattr(base_subprocess.BaseSubprocessTransport, "_connect_pipes", slow_connect)
     s, _ = host_session(make_runtime, shell_timeout_s=60.0, tool_timeout_s=120.0)
+    child = s.root / "child"
 
     async def go() -> None:
         inv = s.rt.invocation(run_id=s.run_id)
         task = asyncio.ensure_future(inv.arun([{"id": "h", "name": "run_command",
                                                 "arguments": {"argv": ["sh", "-c", TICKER], "sandbox": False}}]))
         end = time.monotonic() + 20
-        while not (s.root / "child").exists() and time.monotonic() < end:
-            await asyncio.sleep(0.05)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    asyncio.run(go())
-    assert _gone(int((s.root / "child").read_text())) and _gone(int((s.root / "pid").read_text()))
-    assert _stops_changing(s.root / "tick")
-
-
-def test_a_host_command_cancelled_while_it_starts_is_stopped_with_its_children(
-        make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
-    """asyncio kills only the leader of a process cancelled during its set-up; its children ran on."""
-    from asyncio import base_subprocess
-
-    connect = base_subprocess.BaseSubprocessTransport._connect_pipes
-
-    async def slow_connect(self: Any, waiter: Any) -> None:  # the set-up outlasts the command's first steps
-        await asyncio.sleep(1.0)
-        await connect(self, waiter)
-
-    monkeypatch.setattr(base_subprocess.BaseSubprocessTransport, "_connect_pipes", slow_connect)
-    s, _ = host_session(make_runtime, shell_timeout_s=60.0, tool_timeout_s=120.0)
-
-    async def go() -> None:
-        inv = s.rt.invocation(run_id=s.run_id)
-        task = asyncio.ensure_future(inv.arun([{"id": "h", "name": "run_command",
-                                                "arguments": {"argv": ["sh", "-c", TICKER], "sandbox": False}}]))
-        end = time.monotonic() + 20
-        while not (s.root / "child").exists() and time.monotonic() < end:
+        while not (child.exists() and child.read_text().strip()) and time.monotonic() < end:
             await asyncio.sleep(0.01)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
     asyncio.run(go())
-    assert _gone(int((s.root / "child").read_text())) and _gone(int((s.root / "pid").read_text()))
+    assert _gone(int(child.read_text())) and _gone(int((s.root / "pid").read_text()))
     assert _stops_changing(s.root / "tick")
 
 
