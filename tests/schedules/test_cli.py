@@ -119,21 +119,23 @@ def test_serve_runs_due_schedules(home: Path, mock_provider: MockProvider) -> No
     sid = due_schedule(home, skill="daily-report")
     mock_provider.script(chat.stream("REPORT-OK"))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    proc = subprocess.Popen([*TOOLDECK, "serve", "--http", "127.0.0.1:0", "--home", str(home)], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = home.parent / "serve.log"  # a file, not a pipe nobody reads while the serve runs (it could fill and block)
+    with log.open("w") as out:
+        proc = subprocess.Popen([*TOOLDECK, "serve", "--http", "127.0.0.1:0", "--home", str(home)], env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, text=True)
     store = ScheduleStore.of_home(home)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (store.runs(sid) and store.runs(sid)[0]["status"] == "completed"):
-            assert proc.poll() is None, proc.communicate()
+            assert proc.poll() is None, log.read_text()
             time.sleep(0.1)
         [run] = store.runs(sid)
-        assert run["status"] == "completed"
+        assert run["status"] == "completed", (run, log.read_text())
         assert "Say REPORT-OK and stop." in mock_provider.requests[0].json["messages"][-1]["content"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
-    assert proc.returncode == 0
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, log.read_text()
 
 
 def test_serve_no_schedules_leaves_them_alone(home: Path, mock_provider: MockProvider) -> None:
