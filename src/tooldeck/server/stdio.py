@@ -29,7 +29,8 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-READ_CHUNK = 1 << 16
+from tooldeck.jsonrpc_lines import READ_CHUNK, LineMessages
+
 _FLUSH_S = 1.0
 """How long the replies still buffered at exit may take to reach a client that reads slowly."""
 
@@ -71,55 +72,20 @@ def _claim(fd: int, diversion: Callable[[], int]) -> tuple[int, Callable[[], Non
     return private, restore
 
 
-class StdinMessages:
+class StdinMessages(LineMessages):
     """The read side: one JSON-RPC message (or the exception that parsing a line raised) per line of stdin."""
 
+    keep_last_line = True  # as the SDK's server reads it
+
     def __init__(self, reader: asyncio.StreamReader) -> None:
+        super().__init__()
         self._reader = reader
-        self._buffer = bytearray()
-        self._scanned = 0
-        self._closed = False
 
-    async def receive(self) -> SessionMessage | Exception:
-        if self._closed:
-            raise anyio.ClosedResourceError
-        buffer = self._buffer
-        while True:
-            end = buffer.find(b"\n", self._scanned)
-            if end >= 0:
-                line = bytes(buffer[:end + 1])
-                del buffer[:end + 1]
-                self._scanned = 0
-                return _parse(line)
-            self._scanned = len(buffer)
-            chunk = await self._reader.read(READ_CHUNK)
-            if not chunk:
-                if buffer:  # a last line without its newline, as the SDK reads it
-                    line = bytes(buffer)
-                    buffer.clear()
-                    self._scanned = 0
-                    return _parse(line)
-                raise anyio.EndOfStream
-            buffer += chunk
+    async def _chunk(self) -> bytes:
+        return await self._reader.read(READ_CHUNK)
 
-    async def aclose(self) -> None:
-        self._closed = True
-
-    def __aiter__(self) -> StdinMessages:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> StdinMessages:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
+    def _message(self, line: bytes) -> SessionMessage | Exception:
+        return _parse(line)
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:

@@ -39,57 +39,39 @@ from mcp.client.stdio import (
 )
 from mcp.shared.message import SessionMessage
 
+from tooldeck.jsonrpc_lines import READ_CHUNK, LineMessages
 from tooldeck.sources.mcp.evidence import Evidence
 
 log = logging.getLogger("tooldeck.mcp")
 
 RAW_MARK = b'"tooldeck-relay-'
 """In every line that answers or reports on a relayed call (`raw_relay.RAW_PREFIX`, as a JSON string)."""
-READ_CHUNK = 1 << 16
 
 Taker = Callable[[dict[str, Any]], bool]
 
 
-class PipeReader:
+class PipeReader(LineMessages):
     """The session's read stream: one JSON-RPC message (or the exception that parsing a line raised) per line
     of the server's stdout. `taker` (the raw relay's) sees the lines of relayed calls first."""
 
-    __slots__ = ("_buffer", "_closed", "_evidence", "_scanned", "_stdout", "taker")
-
     def __init__(self, stdout: Any, evidence: Evidence) -> None:
+        super().__init__()
         self._stdout = stdout
         self._evidence = evidence
-        self._buffer = bytearray()
-        self._scanned = 0
-        self._closed = False
         self.taker: Taker | None = None
 
-    async def receive(self) -> SessionMessage | Exception:
-        if self._closed:
-            raise anyio.ClosedResourceError
-        buffer = self._buffer
-        while True:
-            end = buffer.find(b"\n", self._scanned)
-            if end < 0:
-                self._scanned = len(buffer)
-                try:
-                    chunk = await self._stdout.receive(READ_CHUNK)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError,
-                        OSError):
-                    # The server closed stdout, or a failed write ended the stream: as the SDK, a last line
-                    # without its newline is dropped.
-                    raise anyio.EndOfStream from None
-                buffer += chunk
-                continue
-            line = bytes(buffer[:end])
-            del buffer[:end + 1]
-            self._scanned = 0
-            taker = self.taker
-            if taker is not None and RAW_MARK in line and _taken(taker, line):
-                continue
-            return self._parse(line)
+    async def _chunk(self) -> bytes:
+        try:
+            return await self._stdout.receive(READ_CHUNK)  # type: ignore[no-any-return]
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
+            # The server closed stdout, or a failed write ended the stream: as the SDK, a last line without its
+            # newline is dropped.
+            return b""
 
-    def _parse(self, line: bytes) -> SessionMessage | Exception:
+    def _message(self, line: bytes) -> SessionMessage | Exception | None:
+        taker = self.taker
+        if taker is not None and RAW_MARK in line and _taken(taker, line):
+            return None
         text = line.decode("utf-8", "replace")
         try:
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
@@ -97,25 +79,6 @@ class PipeReader:
             log.debug("MCP server stdout line is not JSON-RPC: %r", text[:200])
             self._evidence.add_noise(text)
             return exc
-
-    async def aclose(self) -> None:
-        self._closed = True
-
-    def __aiter__(self) -> PipeReader:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> PipeReader:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
 
 
 def _taken(taker: Taker, line: bytes) -> bool:
