@@ -30,6 +30,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from tooldeck.jsonrpc_lines import READ_CHUNK, LineMessages
+from tooldeck.server.stdio_lane import StdioLane
 
 _FLUSH_S = 1.0
 """How long the replies still buffered at exit may take to reach a client that reads slowly."""
@@ -80,11 +81,16 @@ class StdinMessages(LineMessages):
     def __init__(self, reader: asyncio.StreamReader) -> None:
         super().__init__()
         self._reader = reader
+        self.lane: StdioLane | None = None
+        """Serves `tools/call` beside the SDK's dispatcher (`stdio_lane.py`); it sees every line first."""
 
     async def _chunk(self) -> bytes:
         return await self._reader.read(READ_CHUNK)
 
-    def _message(self, line: bytes) -> SessionMessage | Exception:
+    def _message(self, line: bytes) -> SessionMessage | Exception | None:
+        lane = self.lane
+        if lane is not None and lane.take(line):
+            return None
         return _parse(line)
 
 
@@ -102,21 +108,33 @@ class StdoutMessages:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
         self._closed = False
+        self.lane: StdioLane | None = None
+        """Told of what the SDK writes (the handshake's `initialize` answer); closed before this stream."""
 
     async def send(self, item: SessionMessage) -> None:
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self.write_frame(data.encode() + b"\n")
+        lane = self.lane
+        if lane is not None:
+            lane.sent(item.message)
+
+    async def write_frame(self, data: bytes) -> None:
+        """Write one whole JSON-RPC line (the SDK's messages and the lane's)."""
         if self._closed:
             raise anyio.ClosedResourceError
         writer = self._writer
         if writer.is_closing():
             raise anyio.BrokenResourceError
-        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-        writer.write(data.encode() + b"\n")
+        writer.write(data)
         try:
             await writer.drain()
         except (ConnectionError, OSError) as exc:  # the client closed its end
             raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
+        lane, self.lane = self.lane, None
+        if lane is not None:  # the SDK's loop ended: the lane's calls are answered while the pipe is open
+            await lane.aclose()
         self._closed = True
 
     async def __aenter__(self) -> StdoutMessages:
@@ -128,8 +146,9 @@ class StdoutMessages:
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """(read stream, write stream) for `Server.run`, on the process's stdin and stdout."""
+async def stdio_streams(server: Any = None) -> AsyncIterator[tuple[Any, Any]]:
+    """(read stream, write stream) for `Server.run`, on the process's stdin and stdout; with the SDK `server`,
+    its `tools/call` requests are served by a `StdioLane` (not on the threaded fallback)."""
     if not (_watchable(0) and _watchable(1)):
         async with stdio_server() as streams:
             yield streams
@@ -151,8 +170,11 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
                                                                   os.fdopen(out_fd, "wb", buffering=0))
         writer = asyncio.StreamWriter(write_transport, protocol, None, loop)  # type: ignore[arg-type]
+        read_stream, write_stream = StdinMessages(reader), StdoutMessages(writer)
+        if server is not None:
+            read_stream.lane = write_stream.lane = StdioLane(server, write_stream.write_frame)
         try:
-            yield StdinMessages(reader), StdoutMessages(writer)
+            yield read_stream, write_stream
         finally:
             if write_transport.get_write_buffer_size():  # type: ignore[attr-defined]
                 with suppress(Exception):  # the last replies, when the client still reads them
