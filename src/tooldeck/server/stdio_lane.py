@@ -153,16 +153,25 @@ class StdioLane:
 
     # -- the read side ----------------------------------------------------------------------------------------
     def take(self, line: bytes) -> bool:
-        """Whether `line` was the lane's to serve (it never reaches the SDK then). Never raises."""
+        """Whether `line` was the lane's to serve (it never reaches the SDK then). Never raises: it runs in stdin's
+        protocol callback, where an exception would close the connection; a line it cannot judge is the SDK's."""
         if self._closed:
             return False
+        try:
+            return self._take(line)
+        except Exception:
+            logger.exception("the stdio lane could not read a line; the SDK serves it")
+            return False
+
+    def _take(self, line: bytes) -> bool:
         if self._era is None or (self._legacy_runner is None and self._era == "legacy"):
             self._watch_opening(line)
             return False
-        if _CALL_MARK in line:
-            return self._call(line)
-        if _LANE_MARK in line and self._pending:
-            return self._answer(line)
+        # The marks are only hints (a sampling answer's text may hold "tools/call"): each check parses and looks.
+        if _CALL_MARK in line and self._call(line):
+            return True
+        if _LANE_MARK in line and self._pending and self._answer(line):
+            return True
         if _CANCEL_MARK in line and self._running:
             self._cancel(line)
         return False
@@ -185,6 +194,12 @@ class StdioLane:
         era's lane."""
         if not self._initialize or self._legacy_runner is not None:
             return
+        try:
+            self._opened(message)
+        except Exception:  # the lane stays closed: the SDK serves every call, as without it
+            logger.exception("the stdio lane could not read the answer to initialize")
+
+    def _opened(self, message: Any) -> None:
         request_id = getattr(message, "id", None)
         params = self._initialize.pop(coerce_request_id(request_id), None) if request_id is not None else None
         result = getattr(message, "result", None)
