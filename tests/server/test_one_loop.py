@@ -214,28 +214,51 @@ _line = st.one_of(st.builds(lambda i: json.dumps({"jsonrpc": "2.0", "id": i, "me
                   st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")))  # any bytes, invalid UTF-8 too
 
 
+class _Lane:
+    """Takes the lines that hold `take` (as the stdio lane takes `tools/call`), in the order they arrive."""
+
+    def __init__(self) -> None:
+        self.taken: list[bytes] = []
+
+    def take(self, line: bytes) -> bool:
+        if b"take" in line:
+            self.taken.append(line)
+            return True
+        return False
+
+
 @settings(derandomize=True, max_examples=150, deadline=None)
-@given(st.lists(_line, max_size=8), st.booleans(), st.lists(st.integers(1, 40), min_size=1, max_size=10))
+@given(st.lists(_line | st.just(b"take me"), max_size=8), st.booleans(),
+       st.lists(st.integers(1, 40), min_size=1, max_size=10), st.booleans())
 def test_the_reader_gives_one_item_per_line_however_the_bytes_arrive(lines: list[bytes], last_newline: bool,
-                                                                    cuts: list[int]) -> None:
+                                                                    cuts: list[int], with_lane: bool) -> None:
+    """stdin's protocol and the SDK's read stream: every line reaches either the lane or the reader, once, in order,
+    however the bytes are cut; a last line without its newline is the reader's."""
     from mcp.shared.message import SessionMessage
 
-    from tooldeck.server.stdio import StdinMessages
+    from tooldeck.server.stdio import Inbound, StdinMessages
 
     data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    lane = _Lane()
 
     async def read_all() -> list[object]:
-        reader = asyncio.StreamReader()
+        inbound = Inbound()
+        if with_lane:
+            inbound.lane = lane  # type: ignore[assignment]
         pos, i = 0, 0
         while pos < len(data):  # fed in chunks that cut lines anywhere
             step = cuts[i % len(cuts)]
-            reader.feed_data(data[pos:pos + step])
+            inbound.data_received(data[pos:pos + step])
             pos, i = pos + step, i + 1
-        reader.feed_eof()
-        return [item async for item in StdinMessages(reader)]
+        inbound.eof_received()
+        return [item async for item in StdinMessages(inbound)]
 
     items = asyncio.run(read_all())
     expected = lines if (last_newline or not lines or lines[-1]) else lines[:-1]
+    complete = expected if last_newline or not expected else expected[:-1]
+    if with_lane:  # the lane is offered the complete lines only
+        assert lane.taken == [line for line in complete if b"take" in line]
+        expected = [line for at, line in enumerate(expected) if at >= len(complete) or b"take" not in line]
     assert len(items) == len(expected)
     for line, item in zip(expected, items, strict=True):
         if line.startswith(b'{"jsonrpc"'):

@@ -19,6 +19,7 @@ import fcntl
 import os
 import selectors
 import stat
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from types import TracebackType
@@ -29,8 +30,11 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from tooldeck.jsonrpc_lines import READ_CHUNK, LineMessages
+from tooldeck.jsonrpc_lines import LineMessages
+from tooldeck.server.stdio_lane import StdioLane
 
+_QUEUED_MAX = 1 << 20
+"""Bytes of stdin waiting for the SDK's reader before reading pauses (the pipe then fills and the client waits)."""
 _FLUSH_S = 1.0
 """How long the replies still buffered at exit may take to reach a client that reads slowly."""
 
@@ -72,17 +76,98 @@ def _claim(fd: int, diversion: Callable[[], int]) -> tuple[int, Callable[[], Non
     return private, restore
 
 
+class Inbound(asyncio.Protocol):
+    """stdin's protocol. With a lane, lines are split where they arrive and the lane is offered each one (a call it
+    takes starts right there, with no reader task to wake); what it leaves, and a last line without its newline,
+    goes on as bytes to `StdinMessages`, the SDK's read stream. Reading pauses while that stream lags behind."""
+
+    def __init__(self) -> None:
+        self.lane: StdioLane | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self._buffer = bytearray()
+        self._chunks: deque[bytes] = deque()
+        self._queued = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._ended = False
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        lane = self.lane
+        if lane is None:
+            self._queue(data)
+            return
+        buffer = self._buffer
+        buffer += data
+        if b"\n" not in data:
+            return
+        *lines, rest = bytes(buffer).split(b"\n")
+        buffer[:] = rest
+        left = [line for line in lines if not lane.take(line)]
+        if left:
+            left.append(b"")
+            self._queue(b"\n".join(left))
+
+    def eof_received(self) -> bool:
+        self._end()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _end(self) -> None:
+        if self._ended:
+            return
+        if self._buffer:  # a last line without its newline: the reader decides what it is
+            self._queue(bytes(self._buffer))
+            self._buffer.clear()
+        self._ended = True
+        self._wake()
+
+    def _queue(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._queued += len(data)
+        if self._queued > _QUEUED_MAX and not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def chunk(self) -> bytes:
+        """The next bytes for the SDK's reader; b"" at the end of stdin."""
+        while not self._chunks:
+            if self._ended:
+                return b""
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        data = self._chunks.popleft()
+        self._queued -= len(data)
+        if self._paused and self._queued <= _QUEUED_MAX // 2 and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+        return data
+
+
 class StdinMessages(LineMessages):
     """The read side: one JSON-RPC message (or the exception that parsing a line raised) per line of stdin."""
 
     keep_last_line = True  # as the SDK's server reads it
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, inbound: Inbound) -> None:
         super().__init__()
-        self._reader = reader
+        self._inbound = inbound
 
     async def _chunk(self) -> bytes:
-        return await self._reader.read(READ_CHUNK)
+        return await self._inbound.chunk()
 
     def _message(self, line: bytes) -> SessionMessage | Exception:
         return _parse(line)
@@ -102,21 +187,33 @@ class StdoutMessages:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
         self._closed = False
+        self.lane: StdioLane | None = None
+        """Told of what the SDK writes (the handshake's `initialize` answer); closed before this stream."""
 
     async def send(self, item: SessionMessage) -> None:
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self.write_frame(data.encode() + b"\n")
+        lane = self.lane
+        if lane is not None:
+            lane.sent(item.message)
+
+    async def write_frame(self, data: bytes) -> None:
+        """Write one whole JSON-RPC line (the SDK's messages and the lane's)."""
         if self._closed:
             raise anyio.ClosedResourceError
         writer = self._writer
         if writer.is_closing():
             raise anyio.BrokenResourceError
-        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-        writer.write(data.encode() + b"\n")
+        writer.write(data)
         try:
             await writer.drain()
         except (ConnectionError, OSError) as exc:  # the client closed its end
             raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
+        lane, self.lane = self.lane, None
+        if lane is not None:  # the SDK's loop ended: the lane's calls are answered while the pipe is open
+            await lane.aclose()
         self._closed = True
 
     async def __aenter__(self) -> StdoutMessages:
@@ -128,8 +225,9 @@ class StdoutMessages:
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """(read stream, write stream) for `Server.run`, on the process's stdin and stdout."""
+async def stdio_streams(server: Any = None) -> AsyncIterator[tuple[Any, Any]]:
+    """(read stream, write stream) for `Server.run`, on the process's stdin and stdout; with the SDK `server`,
+    its `tools/call` requests are served by a `StdioLane` (not on the threaded fallback)."""
     if not (_watchable(0) and _watchable(1)):
         async with stdio_server() as streams:
             yield streams
@@ -142,17 +240,19 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
         restore_in()
         os.close(in_fd)
         raise
-    reader = asyncio.StreamReader(limit=READ_CHUNK)
+    inbound = Inbound()
     read_transport: asyncio.BaseTransport | None = None
     write_transport: asyncio.BaseTransport | None = None
     try:
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                                         os.fdopen(in_fd, "rb", buffering=0))
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
                                                                   os.fdopen(out_fd, "wb", buffering=0))
         writer = asyncio.StreamWriter(write_transport, protocol, None, loop)  # type: ignore[arg-type]
+        read_stream, write_stream = StdinMessages(inbound), StdoutMessages(writer)
+        if server is not None:  # before stdin is read: the lane must see the connection's first request
+            inbound.lane = write_stream.lane = StdioLane(server, write_stream.write_frame)
+        read_transport, _ = await loop.connect_read_pipe(lambda: inbound, os.fdopen(in_fd, "rb", buffering=0))
         try:
-            yield StdinMessages(reader), StdoutMessages(writer)
+            yield read_stream, write_stream
         finally:
             if write_transport.get_write_buffer_size():  # type: ignore[attr-defined]
                 with suppress(Exception):  # the last replies, when the client still reads them

@@ -10,6 +10,10 @@ the server's stdin (`PipeWriter`: one `write` of the whole line, so concurrent m
 (`RAW_MARK`) is offered to it as a plain decoded object, and only what it does not take is validated into a
 `SessionMessage`; its requests are written with `send_raw`, without a model.
 
+The process's pipes are read and written through the asyncio streams under anyio's wrappers when those are
+the known ones (`_asyncio_stream`): anyio ends each write with a shielded checkpoint, a turn of the event loop and
+a cancel scope per message on the path of every relayed call.
+
 What stays the SDK's: spawning the process (its own session/process group, stderr into `errlog`, the
 default environment) and stopping it (stdin closed, a grace period, then the whole tree killed), shielded
 from cancellation. As in the SDK, the server's remaining stdout is drained while it stops (a server blocked
@@ -57,11 +61,14 @@ class PipeReader(LineMessages):
     def __init__(self, stdout: Any, evidence: Evidence) -> None:
         super().__init__()
         self._stdout = stdout
+        self._stream = _asyncio_stream(stdout, asyncio.StreamReader)
         self._evidence = evidence
         self.taker: Taker | None = None
 
     async def _chunk(self) -> bytes:
         try:
+            if self._stream is not None:
+                return await self._stream.read(READ_CHUNK)
             return await self._stdout.receive(READ_CHUNK)  # type: ignore[no-any-return]
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
             # The server closed stdout, or a failed write ended the stream: as the SDK, a last line without its
@@ -81,6 +88,14 @@ class PipeReader(LineMessages):
             return exc
 
 
+def _asyncio_stream(wrapper: Any, kind: type[Any]) -> Any:
+    """The asyncio stream under anyio's process stream wrapper, read and written directly: anyio's `send` ends
+    every write with a shielded checkpoint, one more turn of the event loop and a cancel scope per message. None
+    (the wrapper is used) when the wrapper is not the one known."""
+    stream = getattr(wrapper, "_stream", None)
+    return stream if isinstance(stream, kind) else None
+
+
 def _taken(taker: Taker, line: bytes) -> bool:
     try:
         data = orjson.loads(line)
@@ -92,10 +107,11 @@ def _taken(taker: Taker, line: bytes) -> bool:
 class PipeWriter:
     """The session's write stream: each message is one write of its JSON line to the server's stdin."""
 
-    __slots__ = ("_closed", "_reader", "_stdin")
+    __slots__ = ("_closed", "_reader", "_stdin", "_stream")
 
     def __init__(self, stdin: Any, reader: PipeReader) -> None:
         self._stdin = stdin
+        self._stream = _asyncio_stream(stdin, asyncio.StreamWriter)
         self._reader = reader
         self._closed = False
 
@@ -114,9 +130,16 @@ class PipeWriter:
     async def _write(self, data: bytes) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
+        stream = self._stream
         try:
-            await self._stdin.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            if stream is None:
+                await self._stdin.send(data)
+            elif stream.is_closing():
+                raise anyio.BrokenResourceError
+            else:
+                stream.write(data)
+                await stream.drain()  # returns at once unless the pipe is full; raises when the server is gone
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError):
             # As the SDK's writer: the server may still be alive, so end the read stream and let the session
             # see the connection close rather than wait for a reply that cannot come.
             self._closed = True
