@@ -5,6 +5,7 @@ conforming result never reaches the SDK's jsonschema walk."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import anyio
@@ -196,3 +197,30 @@ def test_a_missing_structured_content_and_a_bad_schema_keep_the_sdks_errors() ->
     expected, got, _ = _both({"type": "nonsense"}, {"n": 1})
     assert expected is not None and expected.startswith("Invalid schema for tool t: ")
     assert got == expected
+
+
+FIXTURE = __import__("pathlib").Path(__file__).resolve().parent / "fixtures" / "fixture_server.py"
+
+
+def test_a_relayed_call_checks_its_result_once_compiled(tmp_path: Any) -> None:
+    """End to end (a Runtime, the fixture server over stdio): `echo` declares an output schema; its results are
+    checked by the cached check, and the SDK compiles (so runs) no validator of its own for them."""
+    import json
+
+    from tooldeck.runtime import Runtime
+
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": {"command": sys.executable,
+                                                                         "args": [str(FIXTURE)]}}}))
+    rt = Runtime(tmp_path, builtins=[], records=False, profile={"allow": ["mcp/*"]})
+    try:
+        inv = rt.invocation()
+        for i in range(3):
+            [result] = inv.run([{"id": f"c{i}", "name": "mcp__fx__echo", "arguments": {"message": f"hi {i}"}}])
+            assert not result.is_error and f"hi {i}" in result.content
+        [connection] = [s.connection for s in rt.mcp._servers.values()]  # type: ignore[union-attr]
+        session = connection.client.session
+        assert session._tool_output_schemas.get("echo") is not None  # the fixture declares one
+        assert "echo" in connection.output_checks._checks
+        assert "echo" not in session._tool_output_validators
+    finally:
+        rt.close()
