@@ -11,8 +11,8 @@ SDK's exact verdict and message. The fast check must never accept what the SDK r
 the two engines can differ is left to the SDK: one with `pattern` / `patternProperties` (`jsonschema_rs`'s
 `\s` matches U+FEFF, Python's `re` does not), `multipleOf` (0.3 is a multiple of 0.1 for `jsonschema_rs`,
 not for the SDK's float division), or, as a precaution, a number of 2**52 or more (past the integers a float
-holds exactly, where the two engines' number models part). `format` is asserted by neither. tests/mcp/test_output_check.py holds the fast check to
-the SDK's verdicts on random schemas and results.
+holds exactly, where the two engines' number models part). `format` is asserted by neither.
+tests/mcp/test_output_check.py holds the fast check to the SDK's verdicts on random schemas and results.
 """
 
 from __future__ import annotations
