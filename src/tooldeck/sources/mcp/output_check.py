@@ -1,18 +1,19 @@
 r"""The output-schema check of a relayed MCP call, without the SDK's per-call jsonschema walk.
 
 The SDK's client (`ClientSession.validate_tool_result`) checks a result's `structuredContent` against the tool's
-`outputSchema` on every call with the pure-Python `jsonschema` (`best_match(iter_errors)`): about a tenth of
-the CPU a served call costs the server. Here a conforming result is recognised by a compiled `jsonschema_rs`
-validator, cached per connection and tool for the schema object the session holds (a re-listing gives a new
-object, so a changed schema is never checked against the old one). Anything else - a result the fast check
-rejects or cannot read, a schema it cannot compile or that the SDK's own `check_schema` rejects, a missing
-`structuredContent`, a tool the session has not listed - goes to the SDK's check, so every failure keeps the
-SDK's exact verdict and message. The fast check must never accept what the SDK rejects, so a schema where
-the two engines can differ is left to the SDK: one with `pattern` / `patternProperties` (`jsonschema_rs`'s
-`\s` matches U+FEFF, Python's `re` does not), `multipleOf` (0.3 is a multiple of 0.1 for `jsonschema_rs`,
-not for the SDK's float division), or, as a precaution, a number of 2**52 or more (past the integers a float
-holds exactly, where the two engines' number models part). `format` is asserted by neither.
-tests/mcp/test_output_check.py holds the fast check to the SDK's verdicts on random schemas and results.
+`outputSchema` on every call with the pure-Python `jsonschema` (`best_match(iter_errors)`): ≈ 10–16 µs for a small
+result (a cProfile of the serve process overstates it at ≈ 8 %; measured it is ≈ 1 % of a served call's CPU),
+against ≈ 0.5 µs compiled (`python -m bench.mcp_bench`). Here a conforming result is recognised by a compiled
+`jsonschema_rs` validator, cached per connection and tool for the schema object the session holds (a re-listing
+gives a new object, so a changed schema is never checked against the old one). Anything else - a result the fast
+check rejects or cannot read, a schema it cannot compile or that the SDK's own `check_schema` rejects, a missing
+`structuredContent`, a tool the session has not listed - goes to the SDK's check, so every failure keeps the SDK's
+exact verdict and message. The fast check must never accept what the SDK rejects, so a schema where the two engines
+can differ is left to the SDK: one with `pattern` / `patternProperties` (`jsonschema_rs`'s `\s` matches U+FEFF,
+Python's `re` does not), `multipleOf` (0.3 is a multiple of 0.1 for `jsonschema_rs`, not for the SDK's float
+division), or, as a precaution, a number of 2**52 or more (past the integers a float holds exactly, where the two
+engines' number models part). `format` is asserted by neither. tests/mcp/test_output_check.py holds the fast check
+to the SDK's verdicts on random schemas and results.
 """
 
 from __future__ import annotations
