@@ -10,6 +10,8 @@ Variants, measured round-robin in one run (medians of batches, so machine load f
   `tooldeck serve` is available; with `--baseline-src DIR` also `base stdio` / `base http`, the same through a
   `tooldeck serve` running another checkout's `src/` (before/after a change, in the same run)
 - `loop hop`   one no-op coroutine through the MCP background loop (run_coroutine_threadsafe + wrap_future)
+- `output check`  the output-schema check of one conforming result (the fixture's `echo` schema): the SDK's
+  `validate_tool_result` against tooldeck's cached check (`sources/mcp/output_check.py`), µs per result
 - `response hook`  what the HTTP response hook that keeps failure evidence costs per POST (a plain MCP
   success, i.e. every call; and a 401, failures only), beside an empty hook, and as a share of the
   direct HTTP call measured in the same run
@@ -178,6 +180,7 @@ async def measure(tmp: Path, baseline_src: str | None = None) -> tuple[dict[str,
         sync_ms = await asyncio.to_thread(_sync_facade, stdio_rt)
         hop_us = await _hop_us()
         results["hooks"] = await _hook_us()  # type: ignore[assignment]
+        results["output check"] = await _output_check_us()  # type: ignore[assignment]
         stdio_rt.close()
         http_rt.close()
         return results, sync_ms, hop_us
@@ -275,6 +278,40 @@ async def _hook_us() -> tuple[float, float, float]:
     return await per_response(empty, ok), await per_response(observe, ok), await per_response(observe, refused)
 
 
+async def _output_check_us() -> tuple[float, float]:
+    """(the SDK's check, the cached check) of one conforming `echo` result, µs per result."""
+    import anyio
+    import mcp_types
+    from mcp.client.session import ClientSession
+
+    from tooldeck.sources.mcp.output_check import OutputChecks
+
+    _send, receive = anyio.create_memory_object_stream(1)
+    send, _receive = anyio.create_memory_object_stream(1)
+    session = ClientSession(receive, send)
+    session._tool_output_schemas["echo"] = {"properties": {"result": {"title": "Result", "type": "string"}},
+                                            "required": ["result"], "title": "echoOutput", "type": "object"}
+    result = mcp_types.CallToolResult.model_validate(
+        {"content": [{"type": "text", "text": "bench"}], "structuredContent": {"result": "bench"}}, by_name=False)
+    checks = OutputChecks()
+
+    async def cached(name: str, r: Any) -> None:
+        await checks.check(session, name, r)
+
+    async def per_result(check: Callable[[str, Any], Awaitable[None]]) -> float:
+        for _ in range(200):
+            await check("echo", result)
+        samples = []
+        for _ in range(REPEATS):
+            start = time.thread_time()
+            for _ in range(500):
+                await check("echo", result)
+            samples.append((time.thread_time() - start) / 500 * 1e6)
+        return statistics.median(samples)
+
+    return await per_result(session.validate_tool_result), await per_result(cached)
+
+
 async def _hop_us() -> float:
     loop = BackgroundLoop("bench-hop")
 
@@ -299,6 +336,7 @@ def main(baseline_src: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results, sync_ms, hop_us = asyncio.run(measure(Path(tmp), baseline_src))
     empty_us, ok_us, refused_us = results.pop("hooks")  # type: ignore[misc]
+    sdk_check_us, cached_check_us = results.pop("output check")  # type: ignore[misc]
     cpu = {name.removeprefix("cpu "): results.pop(name) for name in list(results) if name.startswith("cpu ")}
     print(f"median call_tool latency, ms (batches of {INNER}, {REPEATS} batches, round-robin; load average "
           f"{os.getloadavg()[0]:.1f})")
@@ -316,6 +354,8 @@ def main(baseline_src: str | None = None) -> None:
             verdict = "meets" if ours <= target * direct else f"MISSES by {ours / direct - target:.2f}×"
             print(f"  {transport}: {variant} {ours:.3f} ms vs direct {direct:.3f} ms = {ours / direct:.2f}×, "
                   f"+{ours - direct:.3f} ms; target ≤ {target:.2f}×: {verdict}")
+    print(f"  output-schema check of a conforming result: the SDK's {sdk_check_us:.2f} µs, cached "
+          f"{cached_check_us:.2f} µs ({cached_check_us / sdk_check_us:.2f}×)")
     added = ok_us - empty_us
     print(f"  response hook per POST: empty {empty_us:.2f} µs, plain MCP success {ok_us:.2f} µs (+{added:.2f} µs = "
           f"{added / (results['direct http'] * 1e3) * 100:.3f} % of a direct HTTP call), a 401 {refused_us:.2f} µs")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Coroutine, Iterable, Mapping
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from tooldeck.core.errors import TooldeckError
 from tooldeck.core.results import AgentToolResult, ToolEffect, ToolOutput
 from tooldeck.dispatch import Confirm, begin_one, not_started, run_batch
 from tooldeck.gate import Admitted, Gate, Refused, ToolChoice
+from tooldeck.invocation_ids import new_invocation_id
 from tooldeck.policy import hook_flow
 from tooldeck.policy.hooks import Hook, chains_for
 from tooldeck.policy.hooks_exec import profile_hooks
@@ -56,7 +56,7 @@ class Invocation:
     def __init__(self, runtime: Runtime, run: RunState, snapshot: Snapshot, profile: Profile, scene: Scene,
                  headless: bool, confirm: Confirm | None, diagnostics: list[Diagnostic], ask_user: Any = None,
                  hooks: Iterable[Hook] = ()) -> None:
-        self.id = f"inv_{uuid.uuid4().hex[:16]}"
+        self.id = new_invocation_id()
         self.runtime = runtime
         self.run_state = run
         self.snapshot = snapshot

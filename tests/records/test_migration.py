@@ -128,7 +128,7 @@ def test_a_v2_store_migrates_without_losing_anything(tmp_path: Path) -> None:
     finally:
         store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"turns", "results", "mcp_registrations"} <= tables and not {"calls", "results_v2"} & tables
         assert conn.execute("SELECT registration_id FROM mcp_registrations").fetchall() == [("time-1",)]
@@ -169,3 +169,38 @@ def test_a_v4_store_gets_the_view_with_real_start_times(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT started_at, finished_at FROM calls_view").fetchall() == [(12.0, 13.0)]
     assert (call.started_at, call.finished_at) == (12.0, 13.0)
+
+
+def test_a_v6_store_indexes_only_run_scoped_events(tmp_path: Path) -> None:
+    """v7: `events_run` leaves out the events of an invocation (run_id NULL), which every invocation's
+    start writes; the run-scoped reads still find theirs through it, in order."""
+    path = tmp_path / "records.sqlite"
+    SqliteRecorder(path).close()
+    with sqlite3.connect(path) as conn:  # back to v6: the full index
+        conn.execute("DROP INDEX events_run")
+        conn.execute("CREATE INDEX events_run ON events (run_id, kind, seq)")
+        conn.execute("PRAGMA user_version = 6")
+    store = SqliteRecorder(path)
+    try:
+        store.invocation_started(InvocationInfo("run_a", "inv_a", "openai", "chat", False, "snap", "{}", 1.0))
+        for i in range(3):
+            store.append_run_event("run_a", "background", {"task": i})
+        store.append_run_event("run_b", "background", {"task": 9})
+        assert store.run_events("run_a", "background") == [{"task": 0}, {"task": 1}, {"task": 2}]
+        assert [e.kind for e in store.events("inv_a")] == ["invocation_started"]
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+        [sql] = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events_run'").fetchone()
+        assert sql.endswith("WHERE run_id IS NOT NULL")
+        # Entries: the four run-scoped events, not the invocation's start.
+        assert conn.execute("SELECT count(*) FROM events INDEXED BY events_run WHERE run_id IS NOT NULL"
+                            ).fetchone() == (4,)
+        for query, params in (("SELECT data FROM events WHERE run_id = ? AND kind = ? ORDER BY seq",
+                               ("run_a", "background")),
+                              ("SELECT seq FROM events WHERE run_id = ? AND substr(kind, 1, ?) = ? ORDER BY seq",
+                               ("run_a", 4, "back"))):
+            plan = " ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {query}", params))
+            assert "INDEX events_run (run_id=?" in plan, plan
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)

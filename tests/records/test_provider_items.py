@@ -324,7 +324,7 @@ def test_a_v5_store_migrates_and_keeps_reading_its_turns(tmp_path: Path) -> None
     finally:
         store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
         rows = conn.execute("SELECT round, idx, tool_id, status, provider FROM calls_view ORDER BY round, idx")
         assert rows.fetchall() == [(1, 0, "extension/test:echo", "completed", None),
                                    (1, 1, None, "failed", None), (2, 0, None, "requested", '{"items":[{"text":"x"}]}')]

@@ -34,6 +34,7 @@ from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import STDERR_READ_BYTES, Evidence, last_lines
 from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Stage, Target, describe
+from tooldeck.sources.mcp.output_check import OutputChecks
 from tooldeck.sources.mcp.raw_relay import RawChannel, RawTransport
 from tooldeck.sources.mcp.transport import open_transport, raw_line
 
@@ -70,6 +71,8 @@ class ServerConnection:
         self._raw: RawTransport | None = None
         """The transport of the current client, with the channel that relays served calls (`raw_relay.py`)."""
         self.listeners: list[Callable[[Any], None]] = []
+        self.output_checks = OutputChecks()
+        """The output-schema checks of relayed calls, compiled once per tool and schema (`output_check.py`)."""
         """Called with every message the server sends on its own (`resources.Watches` relays resource updates)."""
 
     # -- state ------------------------------------------------------------------------------------
@@ -275,7 +278,7 @@ class ServerConnection:
             return await client._drive_input_required(first, retry)  # type: ignore[no-any-return]
         result = types.CallToolResult.model_validate(raw, by_name=False)
         if not result.is_error:
-            await session.validate_tool_result(name, result)
+            await self.output_checks.check(session, name, result)
         return result
 
     async def list_tools(self, timeout: float) -> listing.Listing:
