@@ -8,6 +8,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,84 @@ def test_a_delay_holds_with_no_chat(chat_runtime: Any, home: Path) -> None:
     assert [e["uid"] for e in r.structured["entries"]] == ["1"]
     assert r.structured["skipped"][0]["skipped"] == "delay: the chat has 0 of the 1 messages it waits for"
     assert timed_events(home) == []
+
+
+PAUSED = """
+import json, os, pathlib, sys, time
+import tooldeck.conversation.binding as binding
+home, run_id, allow, marks = sys.argv[1:]
+marks = pathlib.Path(marks)
+original_after, original_read = binding.timed_effects.after, binding.RunConversation._timed_state
+
+def after(*args, **kwargs):  # between reading the chat's effects and keeping the new ones
+    (marks / f"{run_id}.in_after").touch()
+    deadline = time.monotonic() + 60
+    while not (marks / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return original_after(*args, **kwargs)
+
+def read(self, chat_id):
+    (marks / f"{run_id}.read").touch()
+    return original_read(self, chat_id)
+
+binding.timed_effects.after = after
+binding.RunConversation._timed_state = read
+import tooldeck
+profile = {"allow": json.loads(allow), "conversation": {"chat": "c", "worldinfo": ["lore"], "scan_depth": 1}}
+rt = tooldeck.Runtime(home, profile=profile)
+[r] = rt.invocation(run_id=run_id).run([{"id": "c", "name": "worldinfo_read_activated", "arguments": {}}])
+print(json.dumps({"on": {e["uid"]: e["reason"] for e in r.structured["entries"]}}))
+rt.close()
+"""
+
+
+def _waits_on_a_flock(pid: int) -> bool:
+    """Whether `pid` is blocked waiting for a `flock` (/proc/locks lists a blocked waiter after `->`)."""
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and "FLOCK" in fields and str(pid) in fields:
+            return True
+    return False
+
+
+def test_two_processes_activating_one_chat_at_once_take_turns(home: Path, tmp_path: Path) -> None:
+    """Run r1 is held between reading the chat's effects and keeping its own (it activates `dragon`, sticky
+    until 3 messages) while the chat grows and run r2 activates it: r2 must start from r1's effects (the dragon
+    sticky), not from the same empty effects r1 read (then r2's write replaced r1's and the sticky was lost)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    import_chat(home, "c", ["a dragon"])
+
+    def start(run_id: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-c", PAUSED, str(home), run_id, json.dumps(ALLOW), str(marks)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = start("r1")
+    second: subprocess.Popen[str] | None = None
+    try:
+        _poll(lambda: (marks / "r1.in_after").exists() or first.poll() is not None)
+        assert first.poll() is None, first.communicate()
+        import_chat(home, "c", ["a dragon", "nothing"], replace=True)
+        second = start("r2")
+        # r2 either reads the effects while r1 holds its own (the race) or waits for r1's lock
+        _poll(lambda: (marks / "r2.read").exists() or _waits_on_a_flock(second.pid) or second.poll() is not None)
+        (marks / "go").touch()
+        out1, err1 = first.communicate(timeout=120)
+        out2, err2 = second.communicate(timeout=120)
+    finally:
+        (marks / "go").touch()
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert first.returncode == 0, err1
+    assert second.returncode == 0, err2
+    assert json.loads(out1)["on"] == {"0": "key 'dragon'"}  # 1 message: sticky until 3
+    assert json.loads(out2)["on"] == {"0": "sticky (activated with 1 messages, until 3)"}
+
+
+def _poll(condition: Any, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)

@@ -13,7 +13,9 @@
 Per **chat** (not per run), the world-info timed effects (conversation/worldinfo_timed.py): each
 activation appends the chat's effects after it to the `worldinfo_timed` stream of the pseudo-run
 `worldinfo-chat:<chat>`, and the next activation of that chat, in any run or process, starts from
-the last one.
+the last one. Reading the effects, activating and appending the new ones is one step under a lock of the
+chat shared by the processes of the home (`<home>/locks/worldinfo_timed-<hash>.lock`), so two runs activating
+one chat at once take turns instead of both starting from the same effects.
 
 A session is one `Agent.run` of the run (the number of `run_started` events in its agent stream; 0
 outside the agent loop).
@@ -21,6 +23,8 @@ outside the agent loop).
 
 from __future__ import annotations
 
+import hashlib
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +34,7 @@ from tooldeck.conversation.port import SOURCE_KEY, ConversationSource
 from tooldeck.conversation.sources import AGENT_STREAM, DefaultSource
 from tooldeck.conversation.worldinfo import Activated, activate, budget_tokens, load_book
 from tooldeck.core.errors import HostFault, ToolCallError, TooldeckError
+from tooldeck.file_lock import exclusive
 
 if TYPE_CHECKING:
     from tooldeck.catalog.runs import RunState
@@ -142,25 +147,38 @@ class RunConversation:
             raise ToolCallError(WI_UNAVAILABLE, f"the world info of this run cannot be activated: {exc.message}") \
                 from None
         try:
-            given = self.input(settings)
-            messages, stored = given.chat.messages[:given.count], self._timed_state(chat_id)
+            given: Input | None = self.input(settings)
         except ToolCallError:  # no chat: only constant entries activate, and no timed effect is kept
-            messages, stored = (), None
+            given = None
+        messages = given.chat.messages[:given.count] if given is not None else ()
         entries = [e for book in books for e in book.entries]
-        timed = timed_effects.current(stored or timed_effects.TimedState(), entries, len(messages))
-        found = activate(books, messages, settings.scan_depth, recursion=settings.worldinfo_recursion, budget=budget,
-                         seed=self.run.run_id,  # the seed: the same run rolls the same in any process
-                         min_activations=settings.worldinfo_min_activations,
-                         min_depth_max=settings.worldinfo_min_activations_depth_max, timed=timed)
-        self._activations[key] = found
-        self._record({"type": "worldinfo_activated", "session": key[0], "chat": chat_id, "books": list(key[2]),
-                      "scan_depth": key[3], "recursion": key[4], "budget": key[5], "min_activations": key[6],
-                      "min_depth_max": key[7], "entries": [a.to_dict() for a in found]})
-        if stored is not None:
-            by_ref = {e.ref: e for e in entries}
-            self._keep_timed(chat_id, stored, timed_effects.after(timed, (by_ref[a.ref] for a in found
-                                                                         if a.skipped is None)), timed.count)
+        # Read, activate and keep the chat's timed effects as one step between processes: two runs of one chat
+        # activating at once would otherwise both start from the same effects, and the later one's would
+        # replace the other's (a sticky entry of the first run lost).
+        with self._timed_lock(chat_id if given is not None else None):
+            stored = self._timed_state(chat_id) if given is not None else None
+            timed = timed_effects.current(stored or timed_effects.TimedState(), entries, len(messages))
+            found = activate(books, messages, settings.scan_depth, recursion=settings.worldinfo_recursion,
+                             budget=budget, seed=self.run.run_id,  # the same run rolls the same in any process
+                             min_activations=settings.worldinfo_min_activations,
+                             min_depth_max=settings.worldinfo_min_activations_depth_max, timed=timed)
+            self._activations[key] = found
+            self._record({"type": "worldinfo_activated", "session": key[0], "chat": chat_id, "books": list(key[2]),
+                          "scan_depth": key[3], "recursion": key[4], "budget": key[5], "min_activations": key[6],
+                          "min_depth_max": key[7], "entries": [a.to_dict() for a in found]})
+            if stored is not None:
+                by_ref = {e.ref: e for e in entries}
+                self._keep_timed(chat_id, stored, timed_effects.after(timed, (by_ref[a.ref] for a in found
+                                                                             if a.skipped is None)), timed.count)
         return found
+
+    def _timed_lock(self, chat_id: str | None) -> AbstractContextManager[None]:
+        """The lock of a chat's timed effects between processes (`<home>/locks/worldinfo_timed-<hash>.lock`);
+        none without a chat, records or a home, where no effect is kept or shared."""
+        if chat_id is None or self.run.records is None or self.run.home is None:
+            return nullcontext()
+        digest = hashlib.sha256(chat_id.encode("utf-8")).hexdigest()[:32]
+        return exclusive(self.run.home / "locks" / f"worldinfo_timed-{digest}.lock")
 
     def _keep_timed(self, chat_id: str, stored: timed_effects.TimedState, state: timed_effects.TimedState,
                     count: int) -> None:

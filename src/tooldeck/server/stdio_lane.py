@@ -85,7 +85,7 @@ class _Outbound:
 class _CallContext:
     """The `DispatchContext` of one `tools/call` the lane runs (the SDK dispatcher's per-request context)."""
 
-    __slots__ = ("_closed", "_modern", "_outbound", "_progress_token", "cancel_requested", "request_id")
+    __slots__ = ("_closed", "_outbound", "_progress_token", "cancel_requested", "modern", "request_id")
 
     message_metadata = None
 
@@ -94,17 +94,17 @@ class _CallContext:
         self._outbound = outbound
         self.request_id = request_id
         self._progress_token = progress_token_from_params(params)
-        self._modern = modern
+        self.modern = modern
         self._closed = False
         self.cancel_requested = anyio.Event()
 
     @property
     def transport(self) -> TransportContext:
-        return _PIPE_NO_REQUESTS if self._modern else _PIPE
+        return _PIPE_NO_REQUESTS if self.modern else _PIPE
 
     @property
     def can_send_request(self) -> bool:
-        return not (self._modern or self._closed)  # 2026-07-28 forbids server-initiated requests
+        return not (self.modern or self._closed)  # 2026-07-28 forbids server-initiated requests
 
     async def notify(self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None) -> None:
         if not self._closed:
@@ -294,7 +294,7 @@ class StdioLane:
             except (MCPError, ValidationError) as exc:
                 answer = {"error": _error(handler_exception_to_error_data(exc))}
             except Exception as exc:  # past the fault boundary: a fault of the kernel itself
-                if dctx._modern:
+                if dctx.modern:
                     answer = {"error": _error(modern_error_data(exc))}
                 else:
                     logger.exception("tools/call raised inside tooldeck serve")

@@ -16,7 +16,6 @@ The next leg of the session replays the exchanges from the last leg that was `ne
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tooldeck.core.errors import ToolCallError
+from tooldeck.file_lock import exclusive
 
 FOLDER = "subagents"
 HISTORY = "history"
@@ -77,15 +77,8 @@ class Sessions:
                                 "start with no named sessions, or mend it by hand.") from exc
 
     @contextmanager
-    def _lock(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
-
-    @contextmanager
     def _locked(self) -> Iterator[list[Session]]:
-        with self._lock():
+        with exclusive(self.path.with_suffix(".lock")):
             sessions = self._read()
             yield sessions
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
@@ -148,7 +141,7 @@ class Sessions:
         path = self.history_path(session_id)
         line = json.dumps({"task": task, "answer": answer, "new": new, "run_id": run_id, "model": model,
                            "at": time.time()}, ensure_ascii=False).encode("utf-8") + b"\n"
-        with self._lock():
+        with exclusive(self.path.with_suffix(".lock")):
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             try:
