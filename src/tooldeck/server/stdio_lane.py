@@ -21,7 +21,8 @@ What the dispatcher did for a call, the lane does too:
   still reaches the SDK, which ignores an id it does not know.
 - server-to-client requests of the handshake era (sampling, elicitation, roots, confirmation forms): written with
   ids of the lane's own (`tooldeck-lane-N`), their answers taken off the wire before the SDK sees them; a timeout or
-  a cancel sends the client `notifications/cancelled`, as the SDK's dispatcher does.
+  a cancel sends the client `notifications/cancelled`, as the SDK's dispatcher does. (The client's progress
+  notifications about such a request are not routed to a callback: tooldeck's relays never ask for them.)
 - progress and log notifications of a call ride the pipe as lines; shutdown (the client closed stdin) cancels the
   calls still running and answers them `Connection closed`, as the SDK's dispatcher does on the same event.
 """
