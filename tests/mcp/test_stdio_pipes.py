@@ -157,6 +157,33 @@ async def test_a_failed_write_ends_the_read_stream(tmp_path: Path) -> None:
             assert caught.value.code == types.CONNECTION_CLOSED
 
 
+async def test_a_failed_write_still_reads_what_the_server_wrote_before(tmp_path: Path) -> None:
+    """A server that closed its stdin, printed a usage line and exits: the line is in the pipe (and the event loop
+    has read it) when a write fails. The line still reaches the session and the evidence (it names the failure:
+    `mcp.not_mcp`), then the stream ends; before, ending the stream at once dropped what the pipe held."""
+    marker = tmp_path / "printed"
+    params = _server(tmp_path, f"""
+        import os, sys, time
+        os.close(0)
+        print("usage: server [--port N]", flush=True)
+        open({str(marker)!r}, "w").close()
+        time.sleep(60)
+    """)
+    evidence = Evidence()
+    with (tmp_path / "err.log").open("w") as errlog:
+        async with stdio_pipes(params, errlog, evidence) as (reader, writer):
+            async with asyncio.timeout(30):
+                while not marker.exists():
+                    await asyncio.sleep(0.02)
+                await asyncio.sleep(0.1)  # the loop reads the line into the stream's buffer meanwhile
+                await writer.send_raw({"jsonrpc": "2.0", "id": 1, "method": "ping"})  # the server's stdin is closed
+                first = await reader.receive()
+                assert isinstance(first, Exception)  # the usage line, not JSON-RPC
+                with pytest.raises(anyio.EndOfStream):  # the server still runs: the stream ends a second later
+                    await reader.receive()
+    assert evidence.noise == ["usage: server [--port N]"]
+
+
 async def test_close_drains_stdout_so_the_server_can_exit(tmp_path: Path) -> None:
     """A server blocked writing more than a pipe holds, nobody reading: on close its stdout is drained, so it
     reaches its stdin's end and exits by itself (it is not killed: the marker it writes on the way out exists)."""

@@ -19,7 +19,8 @@ default environment) and stopping it (stdin closed, a grace period, then the who
 from cancellation. As in the SDK, the server's remaining stdout is drained while it stops (a server blocked
 writing could not see its stdin close), a line that is not JSON-RPC reaches the session as the exception its
 parse raised (noted in `Evidence` as it is read), and a failed write ends the read stream, so the session
-sees the connection close instead of a request hanging.
+sees the connection close instead of a request hanging — at the server's own end of stdout, or a second later
+(`PipeReader.end_soon`), so that what the server wrote before (a usage line, then exit) is still read.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ log = logging.getLogger("tooldeck.mcp")
 
 RAW_MARK = b'"tooldeck-relay-'
 """In every line that answers or reports on a relayed call (`raw_relay.RAW_PREFIX`, as a JSON string)."""
+_WRITE_FAILED_GRACE_S = 1.0
+"""After a failed write, how long the read side waits for the server's end of stdout before it ends anyway."""
 
 Taker = Callable[[dict[str, Any]], bool]
 
@@ -64,6 +67,28 @@ class PipeReader(LineMessages):
         self._stream = _asyncio_stream(stdout, asyncio.StreamReader)
         self._evidence = evidence
         self.taker: Taker | None = None
+        self._ending: asyncio.TimerHandle | None = None
+
+    def end_soon(self, grace_s: float | None = None) -> None:
+        """A write to the server failed: end this stream at the server's own end of stdout, or `grace_s` later at
+        the latest (a server that closed stdin may still run). What it wrote before is still read: a failed write
+        is often a server that printed a line (a usage text) and exited, and that line says why it failed;
+        closing the stream at once drops what the pipe still holds."""
+        if self._ending is None:
+            self._ending = asyncio.get_running_loop().call_later(
+                _WRITE_FAILED_GRACE_S if grace_s is None else grace_s, self._end_now)
+
+    def _end_now(self) -> None:
+        stream = self._stream
+        if stream is not None:
+            stream.set_exception(anyio.ClosedResourceError())  # what anyio's `aclose` does, without the await
+        else:
+            asyncio.get_running_loop().create_task(self._stdout.aclose())
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self._ending is not None:
+            self._ending.cancel()
 
     async def _chunk(self) -> bytes:
         try:
@@ -143,8 +168,7 @@ class PipeWriter:
             # As the SDK's writer: the server may still be alive, so end the read stream and let the session
             # see the connection close rather than wait for a reply that cannot come.
             self._closed = True
-            with suppress(Exception):
-                await self._reader._stdout.aclose()
+            self._reader.end_soon()
 
     async def aclose(self) -> None:
         self._closed = True
