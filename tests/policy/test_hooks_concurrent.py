@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tooldeck
+from tests.processes import ended
 
 HOOK = f"""#!{sys.executable}
 import json, sys, time
@@ -140,14 +140,6 @@ time.sleep(120)
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
-
-
 async def test_cancelling_the_turn_stops_every_hook_of_the_group(make_runtime: Any) -> None:
     rt = make_runtime(records=True, hooks=[{"event": "pre_call", "tool": "extension/t:*", "command": ["./slow.py"],
                                             "timeout_s": 300}])
@@ -172,9 +164,9 @@ async def test_cancelling_the_turn_stops_every_hook_of_the_group(make_runtime: A
     with pytest.raises(asyncio.CancelledError):
         await task
     pids = [int(f.read_text()) for f in files]
-    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+    while not all(ended(p) for p in pids) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert all(_gone(p) for p in pids), pids
+    assert all(ended(p) for p in pids), pids
     ticks = [rt.home / f"tick.{c}" for c in ids]
     sizes = [t.stat().st_size for t in ticks]
     await asyncio.sleep(0.3)  # the loops wrote every 0.05 s: live ones would have grown the files
@@ -212,7 +204,7 @@ async def test_a_fault_in_one_chain_stops_the_others_and_propagates_as_it_is(mak
                                     for i, c in enumerate(["f0", "f1"])])
     pids = [int((rt.home / f"{kind}.f1").read_text()) for kind in ("hook", "child")]
     deadline = time.monotonic() + 30
-    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+    while not all(ended(p) for p in pids) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert all(_gone(p) for p in pids), pids
+    assert all(ended(p) for p in pids), pids
     assert ran == [] and not (rt.home / "hook.f0").exists()

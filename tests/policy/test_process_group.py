@@ -5,7 +5,6 @@ OSError; a started one runs in a group of its own."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import time
@@ -14,23 +13,10 @@ from typing import Any
 
 import pytest
 
+from tests.processes import gone as _gone
 from tooldeck.process_group import kill_group, spawn
 
 TICKER = "echo $$ > pid; (while true; do echo t >> tick; sleep 0.05; done) & echo $! > child; wait"
-
-
-def _gone(pid: int, deadline_s: float = 20.0) -> bool:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        with contextlib.suppress(OSError, IndexError):
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] in "ZX":
-                return True
-        time.sleep(0.05)
-    return False
 
 
 def _stops_changing(path: Path) -> bool:

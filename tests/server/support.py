@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import h11
+import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -235,3 +236,15 @@ async def serve_client(home: Path, transport: str, *args: str, **client_options:
             target = stack.enter_context(http_server(home, *args)).url
         async with Client(target, mode="legacy", read_timeout_seconds=30, **client_options) as client:
             yield client
+
+
+class ElicitingUser:
+    """The elicitation callback of a client in front of `tooldeck serve`: gives `answer` and keeps what it was asked."""
+
+    def __init__(self, answer: types.ElicitResult) -> None:
+        self.answer = answer
+        self.asked: list[types.ElicitRequestParams] = []
+
+    async def __call__(self, _ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params)
+        return self.answer

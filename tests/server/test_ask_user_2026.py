@@ -16,6 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from tests.server.support import ElicitingUser as User
 from tests.server.support import http_server, stdio_params
 from tooldeck.records.store import SqliteRecorder
 
@@ -24,16 +25,6 @@ ARGS = {"questions": [{"question": "Which city?", "options": ["Paris", "Rome"]},
                       {"question": "Extras?", "options": ["hotel", "car"], "multi_select": True},
                       {"question": "Any note?"}],
         "state": {"objective": "Book the trip", "completed": ["Compared fares"], "next_steps": ["Book it"]}}
-
-
-class User:
-    def __init__(self, answer: types.ElicitResult) -> None:
-        self.answer = answer
-        self.asked: list[types.ElicitRequestParams] = []
-
-    async def __call__(self, _ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self.asked.append(params)
-        return self.answer
 
 
 @contextmanager

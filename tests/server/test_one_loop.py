@@ -265,3 +265,40 @@ def test_the_reader_gives_one_item_per_line_however_the_bytes_arrive(lines: list
             assert isinstance(item, SessionMessage) and item.message.id == json.loads(line)["id"]  # type: ignore[union-attr]
         else:
             assert isinstance(item, Exception)  # handed on, as the SDK's reader does; nothing is raised
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def test_stdin_stops_being_read_while_the_sdk_reader_lags_and_resumes_when_it_catches_up() -> None:
+    """The 1 MiB bound on stdin's bytes waiting for the SDK's reader: past it the pipe is no longer read (the client's
+    writes then block on the full pipe), and reading resumes once the reader has taken half of it."""
+    from tooldeck.server.stdio import _QUEUED_MAX, Inbound, StdinMessages
+
+    async def run() -> tuple[bool, bool, int, int, int]:
+        inbound, transport = Inbound(), _Transport()
+        inbound.connection_made(transport)  # type: ignore[arg-type]
+        line = json.dumps({"jsonrpc": "2.0", "method": "ping", "id": 1}).encode() + b"\n"
+        count = _QUEUED_MAX // len(line) + 2
+        for _ in range(count):
+            inbound.data_received(line)
+        paused = transport.paused
+        reader = StdinMessages(inbound)
+        items = 0
+        while transport.paused:
+            await reader.receive()
+            items += 1
+        return paused, transport.paused, items, count, len(line)
+
+    paused, still, items, count, size = asyncio.run(run())
+    assert paused and not still
+    left = (count - items) * size  # what was still waiting when reading resumed: half the bound, not nothing
+    assert left <= _QUEUED_MAX // 2 < left + size

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from tests.builtins.agenvoy_files.support import Session, session
 from tests.conftest import MakeRuntime
+from tests.processes import gone as _gone
 
 
 @pytest.fixture
@@ -120,24 +120,6 @@ def _stops_changing(path: Path, quiet_s: float = 0.6, deadline_s: float = 20.0) 
             last, quiet_since = size, time.monotonic()
         elif time.monotonic() - quiet_since >= quiet_s:
             return True
-    return False
-
-
-def _gone(pid: int, deadline_s: float = 20.0) -> bool:
-    """The process has ended: it no longer exists, or it is a zombie (an orphan whose reaper, PID 1 of a
-    container, may never wait for it; it runs nothing)."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] in "ZX":
-                return True
-        except (OSError, IndexError):
-            pass
-        time.sleep(0.05)
     return False
 
 

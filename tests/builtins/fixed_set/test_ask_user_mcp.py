@@ -12,6 +12,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
+from tests.server.support import ElicitingUser as User
 from tests.server.support import stdio_params
 from tooldeck.records.store import SqliteRecorder
 
@@ -20,16 +21,6 @@ ARGS = {"questions": [{"question": "Which city?", "options": ["Paris", "Rome"]},
                       {"question": "Extras?", "options": ["hotel", "car"], "multi_select": True},
                       {"question": "Any note?", "detail": "Seat or meal."}],
         "state": {"objective": "Book the trip", "completed": ["Compared fares"], "next_steps": ["Book it"]}}
-
-
-class User:
-    def __init__(self, answer: types.ElicitResult) -> None:
-        self.answer = answer
-        self.asked: list[types.ElicitRequestParams] = []
-
-    async def __call__(self, _ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self.asked.append(params)
-        return self.answer
 
 
 def _text(result: types.CallToolResult) -> str:
