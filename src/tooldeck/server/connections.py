@@ -32,6 +32,7 @@ import resource
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -47,6 +48,8 @@ TOO_MANY_CONNECTIONS = "serve.too_many_connections"
 HTTP_INVALID = "serve.http_invalid"
 HEADERS_TOO_LARGE = "serve.headers_too_large"
 HEADER_DUPLICATED = "serve.header_duplicated"
+CONNECTION_KEY = "tooldeck.connection"
+"""The ASGI scope key under which a request finds its connection (`BoundedH11Protocol.watch_lost`)."""
 
 ACCEPT_BACKLOG = 128
 """Listen queue, and so the most connections asyncio accepts in one pass before the cap is applied."""
@@ -159,6 +162,7 @@ class BoundedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._read_timer: asyncio.TimerHandle | None = None
         self._read_phase = 0
+        self._on_lost: Callable[[], None] | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -178,12 +182,17 @@ class BoundedH11Protocol(H11Protocol):
         self.limiter.idle.pop(self, None)
         self._disarm()
         super().connection_lost(exc)
+        on_lost, self._on_lost = self._on_lost, None
+        if on_lost is not None:
+            on_lost()
 
     def data_received(self, data: bytes) -> None:
         if not self._read_phase and self.conn.their_state is h11.IDLE:
             # The first byte of the next request on a kept-alive connection: its headers are due from now.
             self._arm(_PHASE_HEADERS, self.limiter.header_timeout)
         super().data_received(data)
+        if self.cycle is not None:
+            self.cycle.scope[CONNECTION_KEY] = self  # type: ignore[literal-required]
         self._track()
 
     def on_response_complete(self) -> None:
@@ -203,6 +212,18 @@ class BoundedH11Protocol(H11Protocol):
         else:
             status, code, text = 400, HTTP_INVALID, f"The request is not valid HTTP/1.1: {detail}."
         self._close_with(_json_response(status, code, text))
+
+    # -- the end of the connection, for the request being served (http_lane.py) ------------------------
+    def watch_lost(self, callback: Callable[[], None]) -> bool:
+        """Call `callback` once when this connection is lost (the client went away), until `unwatch_lost`.
+        False, and nothing is watched, when it is already closing."""
+        if self.transport.is_closing() or (self.cycle is not None and self.cycle.disconnected):
+            return False
+        self._on_lost = callback
+        return True
+
+    def unwatch_lost(self) -> None:
+        self._on_lost = None
 
     # -- deadlines and the idle queue ---------------------------------------------------------------
     def _track(self) -> None:

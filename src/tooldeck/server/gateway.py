@@ -5,7 +5,8 @@
    token); a refusal is answered here and the MCP app never sees the request;
 2. the body: a `POST` must be `application/json` (415 `serve.content_type_invalid`); its body is read
    here, at most `max_body_bytes` (413 `serve.body_too_large`, judged on Content-Length before reading when
-   it is declared), and handed on;
+   it is declared), and handed on: a 2026-07-28 `tools/call` to the HTTP lane (`http_lane.py`), which serves
+   it beside the SDK's handler, everything else to the MCP app;
 3. the session cap (`session_cap.SessionCap`): a request that opens a session (`initialize` without a
    session id, handshake era) first closes the least recently used idle session when the cap is reached,
    or is refused with 503 `serve.session_limit` when every session is busy; requests of a session keep
@@ -29,6 +30,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tooldeck.server.address import MCP_PATH
+from tooldeck.server.http_lane import HttpLane
 from tooldeck.server.security import HttpGuard, Refusal
 from tooldeck.server.session_cap import SESSION_LIMIT, SessionCap
 
@@ -74,8 +76,10 @@ def opens_session(headers: dict[str, str], body: bytes) -> bool:
 class HttpGateway:
     def __init__(self, app: ASGIApp, guard: HttpGuard, max_body_bytes: int, max_header_bytes: int = 16 * 1024,
                  sessions: SessionCap | None = None,
-                 on_session_end: Callable[[str], Awaitable[None] | None] | None = None) -> None:
+                 on_session_end: Callable[[str], Awaitable[None] | None] | None = None,
+                 lane: HttpLane | None = None) -> None:
         self.app = app
+        self.lane = lane
         self.guard = guard
         self.max_body_bytes = max_body_bytes
         self.max_header_bytes = max_header_bytes
@@ -162,6 +166,9 @@ class HttpGateway:
                 return
             body = read
             receive = _replay(body, receive)
+            if self.lane is not None and (call := self.lane.prepare(scope, receive, body)) is not None:
+                await self.lane.run(call, scope, send)
+                return
         session_id = headers.get("mcp-session-id")
         if self.sessions is None:
             await self.app(scope, receive, send)

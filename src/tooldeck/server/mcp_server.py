@@ -44,6 +44,7 @@ from tooldeck.server.event_store import RETRY_INTERVAL_MS, MemoryEventStore
 from tooldeck.server.faults import FaultBoundary
 from tooldeck.server.gateway import HttpGateway
 from tooldeck.server.held_calls import STATE_PREFIX, HeldCall, HeldCalls, unknown_state
+from tooldeck.server.http_lane import HttpLane
 from tooldeck.server.listen import ResourceListen
 from tooldeck.server.mapping import RELAYED_ERRORS, relayed_call_result, to_call_result
 from tooldeck.server.one_loop import serve_on_mcp_loop
@@ -389,7 +390,7 @@ class TooldeckMCPServer:
         )
         cap = SessionCap(limits.max_sessions, limits.session_idle_timeout)
         return HttpGateway(app, guard, limits.max_body_bytes, limits.max_header_bytes, cap,
-                           on_session_end=self._session_ended)
+                           on_session_end=self._session_ended, lane=HttpLane(self.server))
 
     def _session_ended(self, key: str) -> None:
         self.upstream.forget(key)

@@ -39,14 +39,16 @@ import anyio
 import mcp_types as types
 import orjson
 from mcp.server.connection import Connection, NotifyOnlyOutbound
-from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data
+from mcp.server.runner import ServerRunner, modern_error_data
 from mcp.shared.dispatcher import CallOptions, as_request_id, coerce_request_id
 from mcp.shared.exceptions import MCPError, NoBackChannelError
-from mcp.shared.inbound import InboundLadderRejection, InboundModernRoute, classify_inbound_request
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data, progress_token_from_params
 from mcp.shared.transport_context import TransportContext
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, PROTOCOL_VERSION_META_KEY, REQUEST_TIMEOUT
 from pydantic import ValidationError
+
+from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, release
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -58,8 +60,6 @@ _CANCEL_MARK = b'"notifications/cancelled"'
 _INIT_MARK = b'"initialize"'
 _SHUTDOWN_WRITE_S = 2.0
 """How long the `Connection closed` answers of calls cut short by the end of the connection may take."""
-_RUNNERS_KEPT = 8
-"""2026-07-28 envelopes whose connection is kept (one client sends one; more would be a client that changes)."""
 _PIPE = TransportContext(kind="stdio", can_send_request=True)
 _PIPE_NO_REQUESTS = TransportContext(kind="stdio", can_send_request=False)
 
@@ -141,8 +141,7 @@ class StdioLane:
         self._outbound = _Outbound(self)
         self._era: str | None = None
         """None until the first request; "modern" (2026-07-28) or "legacy" (the handshake era)."""
-        self._runners: dict[bytes, ServerRunner[Any]] = {}
-        """2026-07-28 kernels by envelope (`_modern_runner`)."""
+        self._kernels = ModernKernels(server, self._lifespan_state, NotifyOnlyOutbound(self._outbound))
         self._legacy_runner: ServerRunner[Any] | None = None
         """The handshake era's kernel, once `initialize` was answered (its connection holds the client's params)."""
         self._initialize: dict[types.RequestId, Any] = {}
@@ -181,7 +180,7 @@ class StdioLane:
         """Before the era is settled: note the first request's era and the handshake's `initialize`."""
         if self._era is not None and _INIT_MARK not in line:
             return
-        message = _object(line)
+        message = json_object(line)
         if message is None or "method" not in message or as_request_id(message.get("id")) is None:
             return
         method, params = message["method"], message.get("params")
@@ -218,7 +217,7 @@ class StdioLane:
         self._initialize.clear()
 
     def _call(self, line: bytes) -> bool:
-        message = _object(line)
+        message = json_object(line)
         if message is None or message.get("method") != "tools/call" or message.get("jsonrpc") != "2.0":
             return False
         request_id = as_request_id(message.get("id"))
@@ -229,7 +228,7 @@ class StdioLane:
             route = classify_inbound_request({"method": "tools/call", "params": params})
             if isinstance(route, InboundLadderRejection):
                 return False
-            runner = self._modern_runner(route)
+            runner = self._kernels.runner(route)
         else:
             assert self._legacy_runner is not None
             runner = self._legacy_runner
@@ -239,29 +238,8 @@ class StdioLane:
         self._running[key] = (task, dctx)  # a duplicate id overwrites, as in the SDK's dispatcher
         return True
 
-    def _modern_runner(self, route: InboundModernRoute) -> ServerRunner[Any]:
-        """The kernel for a 2026-07-28 call: over a born-ready `Connection` of the call's envelope, as the SDK
-        builds one per request. A client sends the same envelope with every call, so the connection is kept per
-        envelope (the SDK's per-request one holds nothing a `tools/call` handler leaves behind: see `_serve`)."""
-        try:
-            key = orjson.dumps([route.protocol_version, route.client_info, route.client_capabilities],
-                               option=orjson.OPT_SORT_KEYS)
-        except TypeError:
-            key = None
-        runner = self._runners.get(key) if key is not None else None
-        if runner is None:
-            connection = Connection.from_envelope(route.protocol_version, route.client_info,
-                                                  route.client_capabilities,
-                                                  outbound=NotifyOnlyOutbound(self._outbound))
-            runner = ServerRunner(self._server, connection, self._lifespan_state)
-            if key is not None:
-                if len(self._runners) >= _RUNNERS_KEPT:
-                    self._runners.pop(next(iter(self._runners)))
-                self._runners[key] = runner
-        return runner
-
     def _answer(self, line: bytes) -> bool:
-        message = _object(line)
+        message = json_object(line)
         request_id = message.get("id") if message is not None else None
         if not isinstance(request_id, str) or "method" in message:  # type: ignore[operator]
             return False
@@ -274,7 +252,7 @@ class StdioLane:
         return True
 
     def _cancel(self, line: bytes) -> None:
-        message = _object(line)
+        message = json_object(line)
         params = message.get("params") if message is not None else None
         if message is None or message.get("method") != "notifications/cancelled" or not isinstance(params, dict):
             return
@@ -293,17 +271,16 @@ class StdioLane:
             try:
                 answer = {"result": await runner.on_request(dctx, "tools/call", params)}
             except (MCPError, ValidationError) as exc:
-                answer = {"error": _error(handler_exception_to_error_data(exc))}
+                answer = {"error": error_object(handler_exception_to_error_data(exc))}
             except Exception as exc:  # past the fault boundary: a fault of the kernel itself
                 if dctx.modern:
-                    answer = {"error": _error(modern_error_data(exc))}
+                    answer = {"error": error_object(modern_error_data(exc))}
                 else:
                     logger.exception("tools/call raised inside tooldeck serve")
                     answer = {"error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
             finally:
                 dctx.close()
-                if _has_cleanup(runner.connection):  # what a handler left on the connection's exit stack
-                    await aclose_shielded(runner.connection)
+                await release(runner)
                 running = self._running.get(key)
                 if running is not None and running[1] is dctx:
                     del self._running[key]
@@ -381,25 +358,6 @@ class StdioLane:
                 await asyncio.wait(tasks, timeout=_SHUTDOWN_WRITE_S * 2)
 
 
-def _object(line: bytes) -> dict[str, Any] | None:
-    try:
-        message = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    return message if isinstance(message, dict) else None
-
-
 def _has_envelope(params: Any) -> bool:
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
-
-
-def _has_cleanup(connection: Connection) -> bool:
-    callbacks = getattr(connection.exit_stack, "_exit_callbacks", None)
-    return callbacks is None or bool(callbacks)  # unknown: unwind it, as the SDK always does
-
-
-def _error(error: types.ErrorData | None) -> dict[str, Any]:
-    if error is None:
-        return {"code": INTERNAL_ERROR, "message": "Internal error"}
-    return error.model_dump(by_alias=True, mode="json", exclude_none=True)

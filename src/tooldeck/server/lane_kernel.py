@@ -1,0 +1,71 @@
+"""What the two `tools/call` lanes (`stdio_lane.py`, `http_lane.py`) share: the SDK's server kernel for a
+2026-07-28 call, kept per envelope, and the kernel's exception-to-wire mapping as one JSON-RPC error object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp.server.connection import Connection, Outbound
+from mcp.server.runner import ServerRunner, aclose_shielded
+from mcp.shared.inbound import InboundModernRoute
+from mcp_types import INTERNAL_ERROR
+
+RUNNERS_KEPT = 8
+"""2026-07-28 envelopes whose kernel is kept (a client sends one envelope with every call)."""
+
+
+class ModernKernels:
+    """The kernel for a 2026-07-28 call: a `ServerRunner` over a born-ready `Connection` of the call's envelope,
+    as the SDK builds one per request. A client sends the same envelope with every call, so the kernel is kept per
+    envelope (the SDK's per-request connection holds nothing a `tools/call` handler leaves behind; what one does
+    leave on the connection's exit stack is unwound after the call, `release`)."""
+
+    def __init__(self, server: Any, lifespan_state: Any, outbound: Outbound | None = None) -> None:
+        self._server = server
+        self._lifespan_state = lifespan_state
+        self._outbound = outbound
+        self._runners: dict[bytes, ServerRunner[Any]] = {}
+
+    def runner(self, route: InboundModernRoute) -> ServerRunner[Any]:
+        try:
+            key: bytes | None = orjson.dumps([route.protocol_version, route.client_info, route.client_capabilities],
+                                             option=orjson.OPT_SORT_KEYS)
+        except TypeError:
+            key = None
+        runner = self._runners.get(key) if key is not None else None
+        if runner is None:
+            channel = {} if self._outbound is None else {"outbound": self._outbound}  # none: the SDK's no-channel
+            connection = Connection.from_envelope(route.protocol_version, route.client_info,
+                                                  route.client_capabilities, **channel)
+            runner = ServerRunner(self._server, connection, self._lifespan_state)
+            if key is not None:
+                if len(self._runners) >= RUNNERS_KEPT:
+                    self._runners.pop(next(iter(self._runners)))
+                self._runners[key] = runner
+        return runner
+
+
+async def release(runner: ServerRunner[Any]) -> None:
+    """Unwind what a handler left on the connection's exit stack (the SDK unwinds it after every request)."""
+    callbacks = getattr(runner.connection.exit_stack, "_exit_callbacks", None)
+    if callbacks is None or callbacks:  # unknown: unwind it, as the SDK always does
+        await aclose_shielded(runner.connection)
+
+
+def error_object(error: types.ErrorData | None) -> dict[str, Any]:
+    """A JSON-RPC error object as the SDK writes it."""
+    if error is None:
+        return {"code": INTERNAL_ERROR, "message": "Internal error"}
+    return error.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def json_object(data: bytes) -> dict[str, Any] | None:
+    """`data` parsed when it is one JSON object; None for anything else (orjson: strict RFC 8259, so what it
+    parses the SDK's `json.loads` parses to the same values)."""
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return message if isinstance(message, dict) else None
