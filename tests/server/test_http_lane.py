@@ -10,6 +10,7 @@ goes to the SDK's modern handler whatever its session id, and the lane leaves re
 from __future__ import annotations
 
 import json
+import select
 import socket
 import sys
 import threading
@@ -27,7 +28,7 @@ from tests.server.test_stdio_lane import ENVELOPE, MODERN, _home, _wait_for
 from tooldeck.records.store import SqliteRecorder
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.connections import CONNECTION_KEY
-from tooldeck.server.http_lane import HttpLane
+from tooldeck.server.http_lane import HttpLane, _corked
 
 SDK_PATH = [("Mcp-Session-Id", "sdk-path")]
 """Added to a request, it takes the SDK's path instead of the lane (see the module docstring)."""
@@ -301,3 +302,22 @@ def test_prepare_never_raises_and_takes_only_modern_tool_calls(body: bytes, head
         assert message["method"] == "tools/call" and message["jsonrpc"] == "2.0"
         assert message["id"] == taken.request_id and not isinstance(taken.request_id, bool)
         assert taken.params == message["params"] and taken.route.protocol_version == MODERN
+
+
+def test_a_corked_answer_leaves_in_one_piece() -> None:
+    """The head and body of a JSON answer are two writes (uvicorn's); corked, nothing leaves before the body."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        sender = socket.create_connection(listener.getsockname())
+        receiver, _ = listener.accept()
+        with sender, receiver:
+            sender.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as asyncio's transports set it
+            sender.sendall(b"plain ")  # uncorked: it is there at once
+            assert select.select([receiver], [], [], 5)[0] and receiver.recv(100) == b"plain "
+            with _corked(sender):
+                sender.sendall(b"head ")
+                assert select.select([receiver], [], [], 0.1)[0] == []  # held back (TCP_CORK holds up to 200 ms)
+                sender.sendall(b"body")
+            received = b""
+            while len(received) < len(b"head body") and select.select([receiver], [], [], 5)[0]:
+                received += receiver.recv(100)
+    assert received == b"head body"

@@ -26,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +75,7 @@ _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no
 _PING = b": ping\r\n\r\n"
 _HEADER_KEY = orjson.dumps(X_MCP_HEADER_KEY)
 _SCHEMAS_KEPT = 1024
+_TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +167,7 @@ class HttpLane:
     async def run(self, call: LaneCall, scope: Scope, send: Send) -> None:
         """Serve `call` and write its answer; a client that goes away cancels it (nothing is written)."""
         connection = scope[CONNECTION_KEY]
-        exchange = _Exchange(call, send)
+        exchange = _Exchange(call, send, connection.transport.get_extra_info("socket"))
         with anyio.CancelScope() as cancel:
             if not connection.watch_lost(cancel.cancel):
                 return
@@ -187,13 +190,14 @@ class _Exchange:
     """The `DispatchContext` of one call (the SDK's `_SingleExchangeDispatchContext`), and its response: JSON, or
     an event stream once the handler notifies or runs silent for `SSE_PING_S`."""
 
-    __slots__ = ("_lock", "_pinger", "_send", "_settled", "_streaming", "_timer", "cancel_requested",
+    __slots__ = ("_lock", "_pinger", "_send", "_settled", "_socket", "_streaming", "_timer", "cancel_requested",
                  "message_metadata", "progress_token", "request_id", "transport")
 
     can_send_request = False
 
-    def __init__(self, call: LaneCall, send: Send) -> None:
+    def __init__(self, call: LaneCall, send: Send, sock: Any) -> None:
         request = call.request
+        self._socket = sock
         self.request_id = call.request_id
         self.transport = TransportContext(kind="streamable-http", can_send_request=False, headers=request.headers)
         self.message_metadata = ServerMessageMetadata(request_context=request)
@@ -251,10 +255,13 @@ class _Exchange:
         error = answer.get("error")
         status = ERROR_CODE_HTTP_STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
         body = _dumps(message)
-        await self._send({"type": "http.response.start", "status": status,
-                          "headers": [(b"content-type", b"application/json"),
-                                      (b"content-length", str(len(body)).encode())]})
-        await self._send({"type": "http.response.body", "body": body})
+        # uvicorn writes the head and the body with a send() each: two segments, and a client that wakes for the
+        # head only to wait for the body. Corked, they leave as one.
+        with _corked(self._socket):
+            await self._send({"type": "http.response.start", "status": status,
+                              "headers": [(b"content-type", b"application/json"),
+                                          (b"content-length", str(len(body)).encode())]})
+            await self._send({"type": "http.response.body", "body": body})
 
     async def _event(self, event: bytes, last: bool = False) -> None:
         """One write of the event stream, committing it first; pings and the handler's events take turns."""
@@ -283,6 +290,27 @@ class _Exchange:
             await self._event(_PING)
         except Exception as exc:  # the client went away: the lost connection cancels the call
             logger.debug("SSE ping not sent: %s", exc)
+
+
+@contextmanager
+def _corked(sock: Any) -> Iterator[None]:
+    """Hold what is written to `sock` until the block ends (TCP_CORK; nothing where there is none)."""
+    corked = _cork(sock, 1)
+    try:
+        yield
+    finally:
+        if corked:
+            _cork(sock, 0)
+
+
+def _cork(sock: Any, on: int) -> bool:
+    if _TCP_CORK is None or sock is None:
+        return False
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, on)
+    except OSError:  # not a TCP socket, or already closed
+        return False
+    return True
 
 
 def _dumps(message: dict[str, Any]) -> bytes:
