@@ -130,6 +130,18 @@ def write_serve_config(home: Path, **values: object) -> None:
     (home / "tooldeck.toml").write_text("\n".join(lines) + "\n")
 
 
+def recorded_calls(home: Path, tool_suffix: str) -> list[Any]:
+    """The calls recorded in `home` (its latest 50 invocations) of the tools whose id ends with `tool_suffix`."""
+    from tooldeck.records.store import SqliteRecorder
+
+    store = SqliteRecorder(home / "records.sqlite")
+    try:
+        return [c for s in store.list_invocations(50) for c in store.history(s.invocation_id).calls
+                if c.tool_id.endswith(tool_suffix)]
+    finally:
+        store.close()
+
+
 def open_descriptors(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 

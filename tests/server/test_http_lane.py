@@ -23,9 +23,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.server.support import TOOLDECK, RawResponse, exchange, http_request, read_response, served_process
+from tests.server.support import (
+    TOOLDECK,
+    RawResponse,
+    exchange,
+    http_request,
+    read_response,
+    recorded_calls,
+    served_process,
+)
 from tests.server.test_stdio_lane import ENVELOPE, MODERN, _home, _wait_for
-from tooldeck.records.store import SqliteRecorder
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.connections import CONNECTION_KEY
 from tooldeck.server.http_lane import HttpLane, _corked
@@ -174,12 +181,7 @@ def test_closing_the_connection_cancels_the_call_upstream_and_records_it(tmp_pat
         _wait_for(marker.exists)  # the upstream server saw its call cancelled
         after = _post(server.port, _call(10, "mcp__fx__echo", {"message": "after"}), _headers("mcp__fx__echo"))
     assert after.json()["result"]["content"][0]["text"] == "Echo: after"  # type: ignore[index]
-    store = SqliteRecorder(home / "records.sqlite")
-    try:
-        calls = [c for s in store.list_invocations(50) for c in store.history(s.invocation_id).calls
-                 if c.tool_id.endswith(":hang")]
-    finally:
-        store.close()
+    calls = recorded_calls(home, ":hang")
     [hung] = calls
     assert hung.status == "outcome_unknown"
     assert hung.result is not None and hung.result.error_code == "tool.cancelled"

@@ -22,8 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.server.support import TOOLDECK
-from tooldeck.records.store import SqliteRecorder
+from tests.server.support import TOOLDECK, recorded_calls
 from tooldeck.server.stdio_lane import StdioLane
 
 FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "fixtures" / "fixture_server.py"
@@ -214,12 +213,7 @@ def test_a_cancelled_call_is_never_answered_and_its_upstream_call_stops(tmp_path
         after = wire.call(3, "mcp__fx__echo", {"message": "after"}, meta=ENVELOPE)
         assert after["result"]["content"][0]["text"] == "Echo: after"
     assert all(message.get("id") != 2 for message in wire.seen)
-    store = SqliteRecorder(home / "records.sqlite")
-    try:
-        calls = [c for s in store.list_invocations(50) for c in store.history(s.invocation_id).calls
-                 if c.tool_id.endswith(":hang")]
-    finally:
-        store.close()
+    calls = recorded_calls(home, ":hang")
     [hung] = calls  # recorded as the SDK's path records a client cancel
     assert hung.status == "outcome_unknown"
     assert hung.result is not None and hung.result.error_code == "tool.cancelled"

@@ -60,7 +60,7 @@ from starlette.types import Receive, Scope, Send
 
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.connections import CONNECTION_KEY
-from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, release
+from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, progress_params, release
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -227,12 +227,7 @@ class _Exchange:
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         if self.progress_token is None:
             return
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self.notify("notifications/progress", params)
+        await self.notify("notifications/progress", progress_params(self.progress_token, progress, total, message))
 
     # -- the response -------------------------------------------------------------------------------------------
     def arm(self) -> None:

@@ -69,3 +69,14 @@ def json_object(data: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return message if isinstance(message, dict) else None
+
+
+def progress_params(token: types.ProgressToken, progress: float, total: float | None,
+                    message: str | None) -> dict[str, Any]:
+    """The params of a call's `notifications/progress`, as the SDK's dispatch contexts write them."""
+    params: dict[str, Any] = {"progressToken": token, "progress": progress}
+    if total is not None:
+        params["total"] = total
+    if message is not None:
+        params["message"] = message
+    return params

@@ -48,7 +48,7 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, PROTOCOL_VERSION_META_KEY, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
-from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, release
+from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, progress_params, release
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -120,12 +120,7 @@ class _CallContext:
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         if self._progress_token is None:
             return
-        params: dict[str, Any] = {"progressToken": self._progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self.notify("notifications/progress", params)
+        await self.notify("notifications/progress", progress_params(self._progress_token, progress, total, message))
 
     def close(self) -> None:
         self._closed = True
