@@ -37,7 +37,7 @@ import mcp_types as types
 import orjson
 from mcp.server.runner import modern_error_data
 from mcp.server.streamable_http import check_accept_headers
-from mcp.shared.dispatcher import CallOptions, as_request_id
+from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
@@ -60,7 +60,7 @@ from starlette.types import Receive, Scope, Send
 
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.connections import CONNECTION_KEY
-from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, progress_params, release
+from tooldeck.server.lane_kernel import ModernKernels, error_object, progress_params, release, tool_call
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -120,13 +120,10 @@ class HttpLane:
         has_json, has_sse = check_accept_headers(request)
         if not (has_json and has_sse):
             return None
-        message = json_object(body)
-        if message is None or message.get("jsonrpc") != "2.0" or message.get("method") != "tools/call":
+        call = tool_call(body)
+        if call is None:
             return None
-        request_id = as_request_id(message.get("id"))
-        params = message.get("params")
-        if request_id is None or not isinstance(params, dict):
-            return None
+        message, request_id, params = call
         if find_duplicated_routing_header(headers.items()) is not None:
             return None
         route = classify_inbound_request(message, headers=dict(headers))

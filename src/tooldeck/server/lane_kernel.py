@@ -9,6 +9,7 @@ import mcp_types as types
 import orjson
 from mcp.server.connection import Connection, Outbound
 from mcp.server.runner import ServerRunner, aclose_shielded
+from mcp.shared.dispatcher import as_request_id
 from mcp.shared.inbound import InboundModernRoute
 from mcp_types import INTERNAL_ERROR
 
@@ -80,3 +81,16 @@ def progress_params(token: types.ProgressToken, progress: float, total: float | 
     if message is not None:
         params["message"] = message
     return params
+
+
+def tool_call(data: bytes) -> tuple[dict[str, Any], types.RequestId, dict[str, Any]] | None:
+    """`data` as a well-formed JSON-RPC `tools/call` request (the message, its id, its params object); None for
+    anything else, which the SDK answers as it always has."""
+    message = json_object(data)
+    if message is None or message.get("method") != "tools/call" or message.get("jsonrpc") != "2.0":
+        return None
+    request_id = as_request_id(message.get("id"))
+    params = message.get("params")
+    if request_id is None or not isinstance(params, dict):
+        return None
+    return message, request_id, params

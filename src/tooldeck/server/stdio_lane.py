@@ -48,7 +48,7 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, PROTOCOL_VERSION_META_KEY, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
-from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, progress_params, release
+from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, progress_params, release, tool_call
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -212,13 +212,10 @@ class StdioLane:
         self._initialize.clear()
 
     def _call(self, line: bytes) -> bool:
-        message = json_object(line)
-        if message is None or message.get("method") != "tools/call" or message.get("jsonrpc") != "2.0":
-            return False
-        request_id = as_request_id(message.get("id"))
-        params = message.get("params")
-        if request_id is None or not isinstance(params, dict):
+        call = tool_call(line)
+        if call is None:
             return False  # malformed: the SDK answers it as it always has
+        _message, request_id, params = call
         if self._era == "modern":
             route = classify_inbound_request({"method": "tools/call", "params": params})
             if isinstance(route, InboundLadderRejection):
