@@ -17,6 +17,7 @@ an absolute-form target must name the same authority as Host. Refusals carry sta
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import re
@@ -67,6 +68,7 @@ def origin_host(value: str) -> tuple[str, str] | None:
     return m.group("scheme"), m.group("host").strip("[]")
 
 
+@functools.lru_cache(maxsize=256)  # every request's Host (and Origin) is judged: parse each name once
 def is_loopback(name: str) -> bool:
     if name == "localhost":
         return True
