@@ -15,13 +15,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from tooldeck.catalog.sources import CallContext, Executable
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
+from tooldeck.dispatch import Deadline
 from tooldeck.sources.mcp import callbacks, health, pin_checks, relay
 from tooldeck.sources.mcp.call_outcome import CallFacts, classify_call
 from tooldeck.sources.mcp.content import SaveTarget, result_output
@@ -102,7 +102,7 @@ class Calls:
             if state.catalog is not None and native not in state.catalog.names:
                 return _removed(server, native)
         try:
-            async with asyncio.timeout(timeout + CALL_GRACE_S):
+            async with Deadline(timeout + CALL_GRACE_S):
                 result = await conn.call_tool(native, args, timeout, peer)
         except Exception as exc:
             outcome = classify_call(CallFacts(exc, server, native, timeout, conn.evidence.decisive_reply(),
