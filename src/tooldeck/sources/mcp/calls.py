@@ -60,7 +60,11 @@ class Calls:
             target = SaveTarget(ctx.run.workspace_root, ctx.invocation.id, ctx.call_id, ctx.round)
             sink = relay.current()  # read here: the send below runs on the MCP loop, in another context
             peer = callbacks.current()
-            return await self.loop.get().run(self.send(state, native, args, timeout, target, sink, peer))
+            loop = self.loop.get()
+            sending = self.send(state, native, args, timeout, target, sink, peer)
+            if loop.in_loop():  # on the MCP loop already (`tooldeck serve`): awaited in place, one frame less
+                return await sending
+            return await loop.run(sending)
 
         return Executable(call)
 
