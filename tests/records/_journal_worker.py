@@ -10,8 +10,6 @@ comes (the delay is an hour), so what it wrote is only in its journal when the t
     python _journal_worker.py HOME second     a turn committed, then a second invocation on the same run and
                                               snapshot (its start journaled) with a one-call turn of `echo`:
                                               prints "second INV2"
-    python _journal_worker.py HOME second_hold  as `second`, but the second invocation's call is `hold`: prints
-                                              "running INV2" once the tool runs
 Then it waits to be killed.
 """
 
@@ -42,13 +40,10 @@ def main() -> None:
         return f"echo {note}"
 
     inv = rt.invocation("openai", run_id="run_journal")
-    if mode in ("second", "second_hold"):
+    if mode == "second":
         inv.run([{"id": "e1", "name": "echo", "arguments": '{"note": "one"}'}])
         rt.recorder.flush()  # type: ignore[attr-defined]  # the run and the snapshot are stored
         second = rt.invocation("openai", run_id="run_journal", snapshot=inv.snapshot)
-        if mode == "second_hold":
-            inv = second  # `hold` prints its id
-            second.run([{"id": "h2", "name": "hold", "arguments": '{"note": "held"}'}])
         second.run([{"id": "e2", "name": "echo", "arguments": '{"note": "two"}'}])
         print(f"second {second.id}", flush=True)
     elif mode == "marked":

@@ -77,9 +77,6 @@ class GroupCommit:
         self._committing = threading.Lock()
         """One commit at a time (the thread, a reader's flush, close)."""
         self._queue: list[Any] = []
-        self._held: list[bytes] = []
-        """Framed entries queued with `hold`, not yet in the journal: the next `add` writes them with its own."""
-        self._held_owner = 0
         self._inflight = False
         """A batch taken from the queue and not yet committed (`pending` stays true until it is)."""
         self._journal: Journal | None = None
@@ -93,33 +90,16 @@ class GroupCommit:
         self._thread: threading.Thread | None = None
         self.closed = False
 
-    def add(self, write: Write, owner_id: int, *, hold: bool = False) -> None:
-        """Journal `write` (durable when this returns) and queue it for the next group commit.
-
-        `hold`: queue it now but journal it with the next write (in the same `os.write`), or at the next
-        commit, whichever comes first: for a write that a next one always follows at once when it matters
-        (an invocation's start, then its first turn's admission before any tool runs)."""
+    def add(self, write: Write, owner_id: int) -> None:
+        """Journal `write` (durable when this returns) and queue it for the next group commit."""
         data = frame(write.entry())
         if self._pid != current_pid():
             self._forked()
         with self._lock:
-            if hold:
-                if self._held and self._held_owner != owner_id:
-                    self._journal_held()
-                self._held.append(data)
-                self._held_owner = owner_id
-            else:
-                held = self._held
-                if held and self._held_owner != owner_id:
-                    self._journal_held()
-                journal = self._journal
-                if journal is None or journal.owner_id != owner_id:
-                    journal = self._new_journal(owner_id)
-                if held:
-                    journal.append(b"".join(held) + data)
-                    held.clear()
-                else:
-                    journal.append(data)
+            journal = self._journal
+            if journal is None or journal.owner_id != owner_id:
+                journal = self._new_journal(owner_id)
+            journal.append(data)
             self._queue.append(write)
             armed, self._armed = self._armed, True
         if not armed:
@@ -158,14 +138,6 @@ class GroupCommit:
         except Exception:  # the thread tries again; the writes are in the journal
             logger.warning("committing the journaled records to %s failed; they stay in the journal",
                            self.folder, exc_info=True)
-
-    def _journal_held(self) -> None:
-        """Append the held entries to the journal now (under the lock)."""
-        journal = self._journal
-        if journal is None or journal.owner_id != self._held_owner:
-            journal = self._new_journal(self._held_owner)
-        journal.append(b"".join(self._held))
-        self._held.clear()
 
     def _new_journal(self, owner_id: int) -> Journal:
         if self._journal is not None:
@@ -212,8 +184,6 @@ class GroupCommit:
             return
         with self._committing:
             with self._lock:
-                if self._held:  # journaled before the commit: should it fail, the writes are still durable
-                    self._journal_held()
                 writes, self._queue = self._queue, []
                 self._armed = False
                 journal = self._journal

@@ -141,11 +141,10 @@ class SqliteRecorder(StoreReads):
         run_known = info.run_id in self._stored_runs
         group = self._group
         if run_known and snapshot_known and group is not None and not self._conns.closed:
-            # Only the invocation's own rows: committed with its turns (one transaction for many), and journaled
-            # with its first turn's admission (one write before any of its tools runs), or at that commit.
+            # Only the invocation's own rows: journaled, committed with its turns (one transaction for many).
             event = dump({"run_id": info.run_id, "snapshot_id": info.snapshot_id})
             group.add(merge.Started(info.invocation_id, info.run_id, info.snapshot_id, info.provider, info.scene,
-                                    int(info.headless), info.created_at, owner_id, event), owner_id, hold=True)
+                                    int(info.headless), info.created_at, owner_id, event), owner_id)
             self._owned.add(info.invocation_id)
             return
 
