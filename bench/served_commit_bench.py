@@ -1,7 +1,7 @@
 """Records: the group commit of served calls, as `tooldeck serve` writes them (an invocation per call on one
 snapshot: its start, its turn's admission and its result, journaled, then committed together), in a store
 that already holds PRE invocations: CPU per commit of one call (calls that come one at a time) and of 8
-(calls that come faster than the 20 ms group-commit delay).
+(calls that come faster than the group-commit delay, 50 ms).
 
 With `--baseline-src DIR` the same runs against another checkout's `src/` (e.g. `git archive main`), each
 build in its own process, alternated ROUNDS times; the ratio is ours over the baseline, per round.

@@ -67,13 +67,24 @@ class Invocation:
         self.ask_user = ask_user
         """Who answers `ask_user` (builtins/ask_user.py), or None: then the tool is not offered."""
         self.diagnostics = diagnostics
-        self.fetched: set[str] = run.state.setdefault("fetched_tools", set())
+        state = run.state  # a new invocation per served call: no throwaway defaults built for `setdefault`
+        fetched = state.get("fetched_tools")
+        if fetched is None:
+            fetched = state["fetched_tools"] = set()
+        self.fetched: set[str] = fetched
         """Tool ids whose schema was fetched in this run (deferred modes); shared by the run's invocations."""
         table = runtime.snapshots.gate_table(snapshot, profile)
-        repeats = run.state.setdefault("repeats", RepeatGuard()) if profile.max_identical_calls else None
+        repeats = None
+        if profile.max_identical_calls:
+            repeats = state.get("repeats")
+            if repeats is None:
+                repeats = state["repeats"] = RepeatGuard()
         resolve = workspace_resolver(run.workspace_root) if any(r.path for r in profile.rules) else None
-        chosen = [*runtime.hooks, *hooks, *profile_hooks(profile.hooks, runtime.home)]
-        chains = chains_for((b.tool_id for b in snapshot.bindings), chosen) if chosen else None
+        own = profile_hooks(profile.hooks, runtime.home)
+        chains = None
+        if runtime.hooks or hooks or own:
+            chosen = [*runtime.hooks, *hooks, *own]
+            chains = chains_for((b.tool_id for b in snapshot.bindings), chosen) if chosen else None
         self.gate = Gate(snapshot, profile, table, self.fetched, repeats, resolve, chains)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
                                    table.guidance, KNOWN.policy(profile))

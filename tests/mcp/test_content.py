@@ -75,3 +75,31 @@ def test_empty_error_and_undecodable(tmp_path: Path) -> None:
 def test_render_markdown() -> None:
     assert render_markdown({"a": 1, "b": "x"}) == "- **a**: 1\n- **b**: x"
     assert render_markdown([1, 2]).startswith("```json")
+
+
+def _old_raw(result: types.CallToolResult, blocks: list[dict[str, object]]) -> dict[str, object]:
+    """The raw record as it was built before text blocks were dumped without pydantic: the whole result dumped,
+    then its content replaced by the blocks dumped one by one."""
+    raw = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw["content"] = blocks
+    return raw
+
+
+def test_the_raw_record_is_the_results_dump_key_for_key_and_in_order(tmp_path: Path) -> None:
+    annotated = types.TextContent(type="text", text="noted", annotations=types.Annotations(priority=0.5),
+                                  meta={"k": "v"})
+    results = [
+        types.CallToolResult(content=[_text("one"), _text("two")]),
+        types.CallToolResult(content=[_text("x")], structured_content={"result": "x"}, is_error=True),
+        types.CallToolResult(content=[annotated, _text("plain")], meta={"trace": 1}),
+        types.CallToolResult.model_validate({"_meta": {"a": None}, "content": [
+            {"type": "text", "text": "é\u2028", "_meta": {"z": 1}}, {"type": "text", "text": ""}],
+            "structuredContent": {"n": 1}, "isError": False, "unknown": 3}, by_name=False),
+        types.CallToolResult(content=[]),
+    ]
+    for result in results:
+        raw = result_output(result, _target(tmp_path)).raw
+        blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
+        expected = _old_raw(result, blocks)
+        assert raw == expected and list(raw) == list(expected)
+        assert [list(b) for b in raw["content"]] == [list(b) for b in blocks]  # type: ignore[union-attr]

@@ -148,6 +148,23 @@ async def test_a_timeout_cancels_upstream_and_a_late_reply_passes_to_the_session
     assert await wire.passed_n(1) == [late]
 
 
+async def test_each_call_times_out_at_its_own_deadline_and_the_others_still_get_their_replies() -> None:
+    wire = Wire()
+    patient = asyncio.create_task(wire.channel.call(_stamp, "slow", {}, 30))
+    first = await wire.next_written()
+    for _ in range(2):  # a shorter deadline than the pending one, then again once the channel's timer has fired
+        with pytest.raises(MCPError) as caught:
+            await wire.channel.call(_stamp, "slow", {}, 0.05)
+        assert caught.value.error.code == REQUEST_TIMEOUT
+        request = await wire.next_written()
+        cancelled = await wire.next_written()
+        assert cancelled.method == "notifications/cancelled" and cancelled.params["requestId"] == request.id
+    assert not patient.done()
+    await wire.reply(_response(first.id, "in time"))
+    assert (await asyncio.wait_for(patient, 10))["content"][0]["text"] == "in time"
+    assert not wire.channel._pending and not wire.channel._deadlines
+
+
 async def test_a_cancelled_caller_cancels_upstream() -> None:
     wire = Wire()
     call = asyncio.create_task(wire.channel.call(_stamp, "slow", {}, 10))

@@ -31,9 +31,12 @@ from typing import Any, Protocol
 from tooldeck.records.journal import Journal, frame
 from tooldeck.records.sqlite import current_pid
 
-GROUP_COMMIT_DELAY_S = 0.02
-"""How long journaled writes wait to share one SQLite transaction."""
-BACKSTOP_S = 0.035
+GROUP_COMMIT_DELAY_S = 0.05
+"""How long journaled writes wait to share one SQLite transaction. Most of a commit's cost is per
+transaction (the pages of every index it touches, written to the WAL), not per write: `tooldeck serve`
+at ~600 calls/s spent ≈ 65-75 µs of CPU per call committing batches of 7 at 20 ms, ≈ 33 µs in batches
+of 20 at 50 ms. The writes are durable in the journal before that either way."""
+BACKSTOP_S = 0.065
 """The commit thread commits a batch this old that the loop's timer has not."""
 RETRY_AFTER_S = 1.0
 """After a failed commit (the store busy or full), the thread tries again this much later."""

@@ -15,13 +15,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from tooldeck.catalog.sources import CallContext, Executable
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
+from tooldeck.dispatch import Deadline
 from tooldeck.sources.mcp import callbacks, health, pin_checks, relay
 from tooldeck.sources.mcp.call_outcome import CallFacts, classify_call
 from tooldeck.sources.mcp.content import SaveTarget, result_output
@@ -60,7 +60,11 @@ class Calls:
             target = SaveTarget(ctx.run.workspace_root, ctx.invocation.id, ctx.call_id, ctx.round)
             sink = relay.current()  # read here: the send below runs on the MCP loop, in another context
             peer = callbacks.current()
-            return await self.loop.get().run(self.send(state, native, args, timeout, target, sink, peer))
+            loop = self.loop.get()
+            sending = self.send(state, native, args, timeout, target, sink, peer)
+            if loop.in_loop():  # on the MCP loop already (`tooldeck serve`): awaited in place, one frame less
+                return await sending
+            return await loop.run(sending)
 
         return Executable(call)
 
@@ -102,7 +106,7 @@ class Calls:
             if state.catalog is not None and native not in state.catalog.names:
                 return _removed(server, native)
         try:
-            async with asyncio.timeout(timeout + CALL_GRACE_S):
+            async with Deadline(timeout + CALL_GRACE_S):
                 result = await conn.call_tool(native, args, timeout, peer)
         except Exception as exc:
             outcome = classify_call(CallFacts(exc, server, native, timeout, conn.evidence.decisive_reply(),

@@ -86,8 +86,7 @@ def result_output(result: types.CallToolResult, target: SaveTarget) -> ToolOutpu
     if m.notes:
         sections.append("## Notes\n\n" + "\n".join(f"- {n}" for n in m.notes))
     content = "\n\n".join(sections) if sections else EMPTY
-    raw = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    raw["content"] = m.raw_blocks
+    raw = _raw_result(result, m.raw_blocks)
     if m.diagnostics:
         raw["tooldeck_diagnostics"] = m.diagnostics
     # `structured` is the server's structuredContent as is, so a gateway re-exposing the tool (tooldeck
@@ -98,8 +97,31 @@ def result_output(result: types.CallToolResult, target: SaveTarget) -> ToolOutpu
     return ToolOutput(content, out_structured, False, None, m.refs, raw=raw)
 
 
+_BEFORE_CONTENT = tuple(
+    f.alias or name for name, f in
+    list(types.CallToolResult.model_fields.items())[:list(types.CallToolResult.model_fields).index("content")])
+"""The wire names of the result's fields that its dump puts before `content` (`_meta`)."""
+
+
+def _raw_result(result: types.CallToolResult, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result's JSON dump with `blocks` as its content, in the dump's key order (the content blocks are
+    dumped one by one already: not twice)."""
+    rest = result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"content"})
+    raw = {key: rest.pop(key) for key in _BEFORE_CONTENT if key in rest}
+    raw["content"] = blocks
+    raw.update(rest)
+    return raw
+
+
+def _dump_block(block: Any) -> Any:
+    """A content block's JSON dump; a plain text block's without pydantic (the same dict)."""
+    if type(block) is types.TextContent and block.annotations is None and block.meta is None:
+        return {"type": "text", "text": block.text}
+    return block.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(block, "model_dump") else block
+
+
 def _map_block(index: int, block: Any, target: SaveTarget, m: _Mapped) -> None:
-    raw = block.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(block, "model_dump") else block
+    raw = _dump_block(block)
     if isinstance(block, types.TextContent):
         m.parts.append(block.text)
         m.texts.append(block.text)

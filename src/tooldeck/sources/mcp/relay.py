@@ -9,9 +9,7 @@ nothing changes for callers that open none (and the dispatch path stays unaware 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 Sink = dict[str, Any]
@@ -25,12 +23,17 @@ def current() -> Sink | None:
     return _SINK.get()
 
 
-@contextmanager
-def collect_results() -> Iterator[Sink]:
-    """Collect the upstream results of the MCP calls made inside the block."""
-    sink: Sink = {}
-    token = _SINK.set(sink)
-    try:
-        yield sink
-    finally:
-        _SINK.reset(token)
+class collect_results:
+    """Collect the upstream results of the MCP calls made inside the block (a class, not a generator: it is
+    entered once per served call)."""
+
+    __slots__ = ("_token",)
+    _token: Token[Sink | None]
+
+    def __enter__(self) -> Sink:
+        sink: Sink = {}
+        self._token = _SINK.set(sink)
+        return sink
+
+    def __exit__(self, *exc: object) -> None:
+        _SINK.reset(self._token)
