@@ -5,6 +5,7 @@ seen; the fixture server proxied over stdio."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -21,9 +22,10 @@ import mcp_types as types
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp.shared.exceptions import MCPError
 
 from tests.server.support import TOOLDECK, recorded_calls
-from tooldeck.server.stdio_lane import StdioLane
+from tooldeck.server.stdio_lane import LANE_PREFIX, StdioLane
 
 FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "fixtures" / "fixture_server.py"
 DEADLINE_S = 30.0
@@ -300,3 +302,31 @@ def _loads(line: bytes) -> Any:
         return json.loads(line)
     except ValueError:
         return None
+
+
+async def test_a_request_to_the_client_that_times_out_is_cancelled_and_its_late_answer_left_to_the_sdk() -> None:
+    """A handshake-era request of the lane's with a timeout (no relay of tooldeck's sets one today, the SDK's
+    dispatcher honours it): the caller gets the SDK's timeout error, the client `notifications/cancelled`, and an
+    answer that comes after that is no longer the lane's."""
+    written: list[dict[str, Any]] = []
+
+    async def collect(data: bytes) -> None:
+        written.append(json.loads(data))
+
+    lane = StdioLane(_NoServer(), collect)
+    with pytest.raises(MCPError) as raised:
+        await lane.request("roots/list", None, {"timeout": 0.05})
+    assert raised.value.error.code == types.REQUEST_TIMEOUT
+    [request, cancel] = written
+    assert request["method"] == "roots/list" and str(request["id"]).startswith(LANE_PREFIX)
+    assert cancel == {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": request["id"], "reason": "timed out"}}
+    lane._era = "modern"  # past the opening: the lane looks at every line
+    late = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"roots": []}}).encode()
+    assert lane.take(late) is False  # nobody waits for it: the SDK's dispatcher drops an unknown id
+    asking = asyncio.ensure_future(lane.request("roots/list", None, {"timeout": 30}))
+    while len(written) < 3:
+        await asyncio.sleep(0)
+    answer = json.dumps({"jsonrpc": "2.0", "id": written[2]["id"], "result": {"roots": []}}).encode()
+    assert lane.take(answer) is True  # one that is waited for is the lane's
+    assert await asyncio.wait_for(asking, 5) == {"roots": []}
