@@ -187,6 +187,22 @@ def test_closing_the_connection_cancels_the_call_upstream_and_records_it(tmp_pat
     assert hung.result is not None and hung.result.error_code == "tool.cancelled"
 
 
+def test_a_client_that_pipelined_a_second_request_and_closed_still_cancels_the_first(tmp_path: Path) -> None:
+    """uvicorn stops reading a connection whose client sent its next request before the answer (pipelining); the
+    lane still sees the client close, as the SDK's disconnect watcher does."""
+    marker = tmp_path / "hang"
+    served, _home_dir = _served(tmp_path)
+    with served as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        sock.sendall(http_request("POST", MCP_PATH, _headers("mcp__fx__hang"),
+                                  _call(1, "mcp__fx__hang", {"marker": str(marker)}))
+                     + http_request("POST", MCP_PATH, _headers("mcp__fx__echo"),
+                                    _call(2, "mcp__fx__echo", {"message": "next"})))
+        _wait_for(lambda: Path(f"{marker}.started").exists())
+        sock.close()
+        _wait_for(marker.exists)  # the upstream server saw its call cancelled
+
+
 def test_concurrent_calls_on_their_own_connections_get_their_own_answers(tmp_path: Path) -> None:
     served, _home_dir = _served(tmp_path)
     answers: dict[int, Any] = {}
