@@ -8,7 +8,8 @@ Variants, measured round-robin in one run (medians of batches, so machine load f
 - `direct http` / `tooldeck http`  the same against the fixture server over streamable HTTP (127.0.0.1)
 - `serve stdio` / `serve http`  mcp.Client → `tooldeck serve` (which proxies the fixture server over stdio), when
   `tooldeck serve` is available; with `--baseline-src DIR` also `base stdio` / `base http`, the same through a
-  `tooldeck serve` running another checkout's `src/` (before/after a change, in the same run)
+  `tooldeck serve` running another checkout's `src/` (before/after a change, in the same run), and serve ÷ base
+  (wall and server CPU): on a shared host a run's ratio to direct moves from one minute to the next, this one less
 - `loop hop`   one no-op coroutine through the MCP background loop (run_coroutine_threadsafe + wrap_future)
 - `output check`  the output-schema check of one conforming result (the fixture's `echo` schema): the SDK's
   `validate_tool_result` against tooldeck's cached check (`sources/mcp/output_check.py`), µs per result
@@ -354,6 +355,11 @@ def main(baseline_src: str | None = None) -> None:
             verdict = "meets" if ours <= target * direct else f"MISSES by {ours / direct - target:.2f}×"
             print(f"  {transport}: {variant} {ours:.3f} ms vs direct {direct:.3f} ms = {ours / direct:.2f}×, "
                   f"+{ours - direct:.3f} ms; target ≤ {target:.2f}×: {verdict}")
+        base = results.get(f"base {transport}")
+        served = results.get(f"serve {transport}")
+        if base is not None and served is not None:  # the comparison this host's noise leaves standing
+            print(f"  {transport}: serve ÷ base {served / base:.2f}× wall, "
+                  f"{cpu[f'serve {transport}'] / cpu[f'base {transport}']:.2f}× server process CPU (same run)")
     print(f"  output-schema check of a conforming result: the SDK's {sdk_check_us:.2f} µs, cached "
           f"{cached_check_us:.2f} µs ({cached_check_us / sdk_check_us:.2f}×)")
     added = ok_us - empty_us
