@@ -83,8 +83,7 @@ class Invocation:
         own = profile_hooks(profile.hooks, runtime.home)
         chains = None
         if runtime.hooks or hooks or own:
-            chosen = [*runtime.hooks, *hooks, *own]
-            chains = chains_for((b.tool_id for b in snapshot.bindings), chosen) if chosen else None
+            chains = chains_for((b.tool_id for b in snapshot.bindings), [*runtime.hooks, *hooks, *own])
         self.gate = Gate(snapshot, profile, table, self.fetched, repeats, resolve, chains)
         self.projector = Projector(run.workspace_root, self.id, profile.result_inline_limit, profile.preview_chars,
                                    table.guidance, KNOWN.policy(profile))

@@ -1,4 +1,4 @@
-"""`dispatch.Deadline`: `asyncio.timeout` with one timer per event loop (a tool call's timeout in dispatch, an MCP
+"""`deadline.Deadline`: `asyncio.timeout` with one timer per event loop (a tool call's timeout in dispatch, an MCP
 call's own in sources/mcp/calls.py). Each case runs the same block under both and expects the same outcome."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tooldeck.dispatch import _DEADLINES, Deadline
+from tooldeck.deadline import _DEADLINES, Deadline
 
 Timeout = Callable[[float | None], Any]
 BOTH = pytest.mark.parametrize("timeout", [asyncio.timeout, Deadline], ids=["asyncio", "deadline"])

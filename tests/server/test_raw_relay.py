@@ -27,6 +27,7 @@ from mcp_types import (
 )
 
 from tests.server.support import serve_client
+from tooldeck.deadline import _DEADLINES
 from tooldeck.sources.mcp.raw_relay import RAW_PREFIX, RawChannel
 
 WHOAMI = Path(__file__).with_name("whoami_server.py")
@@ -162,7 +163,7 @@ async def test_each_call_times_out_at_its_own_deadline_and_the_others_still_get_
     assert not patient.done()
     await wire.reply(_response(first.id, "in time"))
     assert (await asyncio.wait_for(patient, 10))["content"][0]["text"] == "in time"
-    assert not wire.channel._pending and not wire.channel._deadlines
+    assert not wire.channel._pending and not _DEADLINES[asyncio.get_running_loop()].waiting
 
 
 async def test_a_cancelled_caller_cancels_upstream() -> None:

@@ -109,12 +109,12 @@ class HttpLane:
 
     def _prepare(self, scope: Scope, receive: Receive, body: bytes) -> LaneCall | None:
         # The SDK's checks in its order (`handle_modern_request`); where one would refuse, the SDK is left to.
-        headers = Headers(scope=scope)
+        request = Request(scope, receive)
+        headers = request.headers  # one parse of the headers, for every check below and the handler's context
         version = headers.get(_VERSION_HEADER)
         if version is None or version in _LEGACY_VERSIONS or "mcp-session-id" in headers:
             return None  # the SDK's handshake-era transport (or a session id, which this era never carries)
         content_type = headers.get("content-type")
-        request = Request(scope, receive)
         if content_type is None or not content_type.lower().startswith("application/json"):
             return None
         has_json, has_sse = check_accept_headers(request)
@@ -168,7 +168,7 @@ class HttpLane:
         with anyio.CancelScope() as cancel:
             if not connection.watch_lost(cancel.cancel):
                 return
-            exchange.arm()
+            exchange.arm()  # the first ping's window
             runner = self._kernels.runner(call.route)
             try:
                 try:
@@ -227,9 +227,6 @@ class _Exchange:
         await self.notify("notifications/progress", progress_params(self.progress_token, progress, total, message))
 
     # -- the response -------------------------------------------------------------------------------------------
-    def arm(self) -> None:
-        self._timer = asyncio.get_running_loop().call_later(SSE_PING_S, self._ping_due)
-
     def settle(self) -> None:
         """The handler is done: no more notifications, no more pings."""
         self._settled = True
@@ -265,9 +262,10 @@ class _Exchange:
                 await self._send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             await self._send({"type": "http.response.body", "body": event, "more_body": not last})
         if not self._settled:
-            self._rearm()
+            self.arm()
 
-    def _rearm(self) -> None:
+    def arm(self) -> None:
+        """`SSE_PING_S` from now: commit to an event stream (if not yet) and ping."""
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(SSE_PING_S, self._ping_due)

@@ -21,7 +21,7 @@ from typing import Any
 from tooldeck.catalog.sources import CallContext, Executable
 from tooldeck.core.ids import ToolId
 from tooldeck.core.results import ToolOutput
-from tooldeck.dispatch import Deadline
+from tooldeck.deadline import Deadline
 from tooldeck.sources.mcp import callbacks, health, pin_checks, relay
 from tooldeck.sources.mcp.call_outcome import CallFacts, classify_call
 from tooldeck.sources.mcp.content import SaveTarget, result_output

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -41,16 +40,14 @@ from mcp_types import (
     JSONRPCResponse,
 )
 
+from tooldeck.deadline import Deadline
+
 log = logging.getLogger("tooldeck.mcp")
 
 RAW_PREFIX = "tooldeck-relay-"
 """Request ids of the relayed calls: strings, where the SDK's `ClientSession` numbers its requests."""
 CANCEL_WRITE_S = 2.0
 """How long the courtesy `notifications/cancelled` may wait for a blocked transport."""
-
-_TIMED_OUT: Any = object()
-"""What `_expire` gives the future of a call whose deadline came before its reply."""
-_CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 Stamp = Callable[[dict[str, Any], dict[str, Any]], None]
@@ -63,17 +60,13 @@ class RawChannel:
     around the transport's read stream; `call` writes on the transport's write stream.
     """
 
-    __slots__ = ("_closed", "_deadlines", "_ids", "_inner", "_pending", "_progress", "_send_raw", "_timer", "_write")
+    __slots__ = ("_closed", "_ids", "_inner", "_pending", "_progress", "_send_raw", "_write")
 
     def __init__(self, read_stream: Any, write_stream: Any) -> None:
         self._inner = read_stream
         self._write = write_stream
         self._pending: dict[str, asyncio.Future[dict[str, Any] | MCPError]] = {}
         self._progress: dict[str, ProgressFn] = {}
-        self._deadlines: dict[str, float] = {}
-        """Request id → when its call times out (loop time); in the order the calls were sent."""
-        self._timer: asyncio.TimerHandle | None = None
-        """The one timer of the channel, at the earliest deadline it was armed for (`_expire`)."""
         self._ids = itertools.count(1)
         self._closed = False
         # The stdio pipes (`stdio_pipes.py`) offer the lines of relayed calls before parsing them, and write
@@ -149,9 +142,6 @@ class RawChannel:
 
     def _ended(self) -> None:
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
@@ -215,8 +205,7 @@ class RawChannel:
             self._progress[request_id] = on_progress
         headers = opts.get("headers")
         metadata = ClientMessageMetadata(headers=headers) if headers else None
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[dict[str, Any] | MCPError] = loop.create_future()
+        future: asyncio.Future[dict[str, Any] | MCPError] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         written = False
         try:
@@ -230,10 +219,10 @@ class RawChannel:
                     await self._write.send(SessionMessage(message, metadata))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
-            if timeout is not None:
-                self._deadline(request_id, timeout, loop)
-            reply = await future
-            if reply is _TIMED_OUT:
+            try:
+                async with Deadline(timeout):  # one timer per loop for every call's deadline (deadline.py)
+                    reply = await future
+            except TimeoutError:
                 await self._cancel(request_id, f"timed out after {timeout}s")
                 raise MCPError(code=REQUEST_TIMEOUT, message="Request 'tools/call' timed out") from None
         except asyncio.CancelledError:
@@ -243,39 +232,9 @@ class RawChannel:
         finally:
             self._pending.pop(request_id, None)
             self._progress.pop(request_id, None)
-            self._deadlines.pop(request_id, None)
         if isinstance(reply, MCPError):
             raise reply
         return reply
-
-    def _deadline(self, request_id: str, timeout: float, loop: asyncio.AbstractEventLoop) -> None:
-        """Time the call out `timeout` seconds from now. One timer serves every call of the channel (armed at
-        the earliest deadline, re-armed by `_expire`), so a call that gets its reply in time costs a dict
-        entry, not a timer armed and cancelled (a served call's reply takes milliseconds, its timeout minutes)."""
-        when = loop.time() + timeout
-        self._deadlines[request_id] = when
-        timer = self._timer
-        if timer is None or when < timer.when():
-            if timer is not None:
-                timer.cancel()
-            self._timer = loop.call_at(when, self._expire)
-
-    def _expire(self) -> None:
-        """The timer: the calls whose deadline has come get `_TIMED_OUT`; the timer moves to the next deadline."""
-        self._timer = None
-        loop = asyncio.get_running_loop()
-        due = loop.time() + _CLOCK_RESOLUTION  # as the loop runs a timer: up to its clock resolution early
-        later: float | None = None
-        for request_id, when in list(self._deadlines.items()):
-            if when <= due:
-                del self._deadlines[request_id]
-                future = self._pending.get(request_id)
-                if future is not None and not future.done():
-                    future.set_result(_TIMED_OUT)  # type: ignore[arg-type]
-            elif later is None or when < later:
-                later = when
-        if later is not None:
-            self._timer = loop.call_at(later, self._expire)
 
     async def _cancel(self, request_id: str, reason: str) -> None:
         """The courtesy `notifications/cancelled` (the streamable-HTTP transport turns it into closing the POST)."""
