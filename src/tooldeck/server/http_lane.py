@@ -60,7 +60,7 @@ from starlette.types import Receive, Scope, Send
 
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.connections import CONNECTION_KEY
-from tooldeck.server.lane_kernel import ModernKernels, error_object, progress_params, release, tool_call
+from tooldeck.server.lane_kernel import CancelSignal, ModernKernels, error_object, progress_params, release, tool_call
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -183,12 +183,12 @@ class HttpLane:
                 connection.unwatch_lost()
 
 
-class _Exchange:
+class _Exchange(CancelSignal):
     """The `DispatchContext` of one call (the SDK's `_SingleExchangeDispatchContext`), and its response: JSON, or
     an event stream once the handler notifies or runs silent for `SSE_PING_S`."""
 
-    __slots__ = ("_lock", "_pinger", "_send", "_settled", "_socket", "_streaming", "_timer", "cancel_requested",
-                 "message_metadata", "progress_token", "request_id", "transport")
+    __slots__ = ("_lock", "_pinger", "_send", "_settled", "_socket", "_streaming", "_timer", "message_metadata",
+                 "progress_token", "request_id", "transport")
 
     can_send_request = False
 
@@ -199,7 +199,7 @@ class _Exchange:
         self.transport = TransportContext(kind="streamable-http", can_send_request=False, headers=request.headers)
         self.message_metadata = ServerMessageMetadata(request_context=request)
         self.progress_token = progress_token_from_params(call.params)
-        self.cancel_requested = anyio.Event()
+        super().__init__()
         self._send = send
         self._streaming = False
         self._settled = False

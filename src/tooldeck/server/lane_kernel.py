@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import mcp_types as types
 import orjson
 from mcp.server.connection import Connection, Outbound
@@ -12,6 +13,28 @@ from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.shared.dispatcher import as_request_id
 from mcp.shared.inbound import InboundModernRoute
 from mcp_types import INTERNAL_ERROR
+
+
+class CancelSignal:
+    """A lane's dispatch context's `cancel_requested`, made when first asked for: an anyio `Event` costs more
+    to make than the rest of the context, and only a handler that watches for a cancel, or a cancel, needs one."""
+
+    __slots__ = ("_cancel",)
+
+    def __init__(self) -> None:
+        self._cancel: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        if self._cancel is None:
+            self._cancel = anyio.Event()
+        return self._cancel
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether a cancel was asked for (without making the event)."""
+        return self._cancel is not None and self._cancel.is_set()
+
 
 RUNNERS_KEPT = 8
 """2026-07-28 envelopes whose kernel is kept (a client sends one envelope with every call)."""

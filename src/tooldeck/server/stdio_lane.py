@@ -48,7 +48,15 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, PROTOCOL_VERSION_META_KEY, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
-from tooldeck.server.lane_kernel import ModernKernels, error_object, json_object, progress_params, release, tool_call
+from tooldeck.server.lane_kernel import (
+    CancelSignal,
+    ModernKernels,
+    error_object,
+    json_object,
+    progress_params,
+    release,
+    tool_call,
+)
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -83,10 +91,10 @@ class _Outbound:
         return await self._lane.request(method, params, opts)
 
 
-class _CallContext:
+class _CallContext(CancelSignal):
     """The `DispatchContext` of one `tools/call` the lane runs (the SDK dispatcher's per-request context)."""
 
-    __slots__ = ("_closed", "_outbound", "_progress_token", "cancel_requested", "modern", "request_id")
+    __slots__ = ("_closed", "_outbound", "_progress_token", "modern", "request_id")
 
     message_metadata = None
 
@@ -97,7 +105,7 @@ class _CallContext:
         self._progress_token = progress_token_from_params(params)
         self.modern = modern
         self._closed = False
-        self.cancel_requested = anyio.Event()
+        super().__init__()
 
     @property
     def transport(self) -> TransportContext:
@@ -277,13 +285,13 @@ class StdioLane:
                 if running is not None and running[1] is dctx:
                     del self._running[key]
         except asyncio.CancelledError:
-            if dctx.cancel_requested.is_set():
+            if dctx.cancelled:
                 return  # the client cancelled it: never answered
             answer = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
             with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_WRITE_S):
                 await self._reply(dctx.request_id, answer)
             raise
-        if not dctx.cancel_requested.is_set():
+        if not dctx.cancelled:
             await self._reply(dctx.request_id, answer)
 
     async def _reply(self, request_id: types.RequestId, answer: dict[str, Any]) -> None:
