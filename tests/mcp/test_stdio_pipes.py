@@ -120,6 +120,138 @@ def test_lines_in_any_chunking_reach_the_session_or_the_relay(picks: list[int], 
     asyncio.run(scenario())
 
 
+class Piped:
+    """A process's stdout as anyio wraps it: an asyncio `StreamReader` the pipe's protocol feeds (`feed`)."""
+
+    def __init__(self) -> None:
+        self._stream = asyncio.StreamReader()
+
+    def feed(self, data: bytes) -> None:
+        self._stream.feed_data(data)
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _reply_to(sink: Sink, index: int, body: dict[str, Any]) -> bytes:
+    while len(sink.frames) <= index:
+        await asyncio.sleep(0)
+    request = orjson.loads(sink.frames[index])
+    return orjson.dumps({"jsonrpc": "2.0", "id": request["id"], **body}) + b"\n"
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(picks=st.lists(st.integers(0, len(_OTHER) - 1), max_size=8), errors=st.lists(st.booleans(), min_size=3,
+       max_size=3), cuts=st.lists(st.integers(0, 4000), max_size=12), order=st.randoms(use_true_random=False),
+       pauses=st.lists(st.booleans(), max_size=12))
+def test_lines_fed_by_the_pipe_reach_the_session_or_the_relay(picks: list[int], errors: list[bool], cuts: list[int],
+                                                              order: Any, pauses: list[bool]) -> None:
+    """As the test above, through the pipe's own stream (the relay takes what it can as chunks arrive): chunks
+    come while the session waits, or several before it reads again, in any cut."""
+    async def scenario() -> None:
+        evidence = Evidence()
+        sink = Sink()
+        stdout = Piped()
+        reader = PipeReader(stdout, evidence)
+        channel = RawChannel(reader, PipeWriter(sink, reader))
+        calls = [asyncio.create_task(channel.call(lambda data, opts: None, "echo", {"i": i}, 30.0))
+                 for i in range(len(errors))]
+        replies = []
+        for index, error in enumerate(errors):
+            body: dict[str, Any] = ({"error": {"code": -32000, "message": f"no {index}"}} if error
+                                    else {"result": {"content": [], "n": index}})
+            replies.append((await _reply_to(sink, index, body)).rstrip(b"\n"))
+        others = [_OTHER[i] for i in picks]
+        lines = others + replies
+        order.shuffle(lines)
+        seen: list[Any] = []
+
+        async def session() -> None:
+            async for item in channel:
+                seen.append(item)
+
+        reading = asyncio.create_task(session())
+        for i, chunk in enumerate(_split(b"".join(line + b"\n" for line in lines), cuts)):
+            stdout.feed(chunk)
+            if i < len(pauses) and pauses[i]:
+                await asyncio.sleep(0)  # the session reads before the next chunk
+        stdout._stream.feed_eof()
+        await reading
+        expected = [line for line in lines if line in others]
+        assert len(seen) == len(expected)
+        for item, line in zip(seen, expected, strict=True):
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line.decode(), by_name=False)
+            except ValueError:
+                assert isinstance(item, Exception)
+                continue
+            assert isinstance(item, SessionMessage) and item.message == message
+        noted = Evidence()
+        for item, line in zip(seen, expected, strict=True):
+            if isinstance(item, Exception):
+                noted.add_noise(line.decode())
+        assert evidence.noise == noted.noise
+        for index, (task, error) in enumerate(zip(calls, errors, strict=True)):
+            if error:
+                with pytest.raises(MCPError, match=f"no {index}"):
+                    await task
+            else:
+                assert await task == {"content": [], "n": index}
+
+    asyncio.run(scenario())
+
+
+async def test_a_reply_that_comes_while_the_session_waits_is_taken_as_it_arrives() -> None:
+    """The relayed call's answer never passes through the session's stream when the session waits for more."""
+    sink = Sink()
+    stdout = Piped()
+    reader = PipeReader(stdout, Evidence())
+    channel = RawChannel(reader, PipeWriter(sink, reader))
+    call = asyncio.create_task(channel.call(lambda data, opts: None, "echo", {}, 30.0))
+    reply = await _reply_to(sink, 0, {"result": {"content": [], "n": 1}})
+    session = asyncio.create_task(anext(channel))
+    await asyncio.sleep(0)  # the session waits in receive
+    stdout.feed(reply)
+    assert len(stdout._stream._buffer) == 0  # taken as it came: nothing queued for the session
+    assert await call == {"content": [], "n": 1}
+    assert not session.done()
+    session.cancel()
+
+
+async def test_a_reply_does_not_overtake_what_the_session_is_still_handling() -> None:
+    """A log line of the call, then its answer in a later chunk while the session still handles the log line
+    (it relays it to its own client): the answer waits for the session to read again, as the lines came."""
+    sink = Sink()
+    stdout = Piped()
+    reader = PipeReader(stdout, Evidence())
+    channel = RawChannel(reader, PipeWriter(sink, reader))
+    call = asyncio.create_task(channel.call(lambda data, opts: None, "echo", {}, 30.0))
+    reply = await _reply_to(sink, 0, {"result": {"content": [], "n": 1}})
+    handled = asyncio.Event()
+    order: list[str] = []
+
+    async def session() -> None:
+        async for item in channel:
+            assert isinstance(item, SessionMessage)
+            await handled.wait()  # the session's handling of the log line takes a while
+            order.append("log relayed")
+
+    reading = asyncio.create_task(session())
+    stdout.feed(_OTHER[0] + b"\n")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    stdout.feed(reply)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not call.done()  # the session has not read past the log line yet
+    call.add_done_callback(lambda _: order.append("answer"))
+    handled.set()
+    assert await call == {"content": [], "n": 1}
+    await asyncio.sleep(0)
+    assert order == ["log relayed", "answer"]
+    reading.cancel()
+
+
 def _server(tmp_path: Path, body: str) -> StdioServerParameters:
     script = tmp_path / "server.py"
     script.write_text(textwrap.dedent(body))

@@ -68,6 +68,37 @@ class PipeReader(LineMessages):
         self._evidence = evidence
         self.taker: Taker | None = None
         self._ending: asyncio.TimerHandle | None = None
+        self._idle = False
+        """The session waits in `receive` for more of stdout: it has handled every message read before."""
+        stream = self._stream
+        if stream is not None and isinstance(getattr(stream, "_buffer", None), bytearray):
+            self._feed_stream = stream.feed_data
+            stream.feed_data = self._feed  # the pipe's protocol hands each chunk to the stream here
+
+    def _feed(self, data: bytes) -> None:
+        """A chunk of the server's stdout as it arrives. When the session waits for more (so it has handled every
+        message before: a relayed call's log lines and requests are not overtaken by its answer) and the chunk
+        ends a line, the lines of relayed calls are handed to the taker right here: the call's task wakes once,
+        not after a wake of the reader task first. From the first line the taker leaves on, the rest goes to the
+        stream in order, as every chunk otherwise."""
+        taker = self.taker
+        if taker is None or not self._idle or self._buffer or self._stream._buffer \
+                or not data.endswith(b"\n") or RAW_MARK not in data:
+            self._feed_stream(data)
+            return
+        start = 0
+        end = len(data)
+        while start < end:
+            stop = data.index(b"\n", start)
+            line = data[start:stop]
+            try:
+                if not (RAW_MARK in line and _taken(taker, line)):
+                    break
+            except Exception:  # the reader meets it again, where a fault of the taker always surfaced
+                break
+            start = stop + 1
+        if start < end:
+            self._feed_stream(data[start:] if start else data)
 
     def end_soon(self, grace_s: float | None = None) -> None:
         """A write to the server failed: end this stream at the server's own end of stdout, or `grace_s` later at
@@ -93,7 +124,11 @@ class PipeReader(LineMessages):
     async def _chunk(self) -> bytes:
         try:
             if self._stream is not None:
-                return await self._stream.read(READ_CHUNK)
+                self._idle = True
+                try:
+                    return await self._stream.read(READ_CHUNK)
+                finally:
+                    self._idle = False
             return await self._stdout.receive(READ_CHUNK)  # type: ignore[no-any-return]
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
             # The server closed stdout, or a failed write ended the stream: as the SDK, a last line without its
