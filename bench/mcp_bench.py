@@ -21,8 +21,10 @@ Targets (issue 12 item 7), as ratios in one run, no fixed allowance: the Runtime
 and HTTP); client → `tooldeck serve` → server ≤ 1.5 × client → server, records on (serve's default).
 
 Wall-clock ratios on a loaded machine mostly measure the scheduler (each process hop waits for a core), so the
-bench also prints the CPU time each server process spent per call (user + system, from /proc): the fixture's
-for a direct call, `tooldeck serve`'s own (without its upstream) for a served one.
+bench also prints the CPU time each server process spent per call (every thread, the scheduler's nanoseconds from
+/proc): the fixture's for a direct call, `tooldeck serve`'s own for a served one, and beside it the CPU of the
+fixture that serve started (the same `echo`, answered to tooldeck's relay: on a two-core host it runs slower
+beside a third busy process than beside the client alone).
 
     python -m bench.mcp_bench
     python -m bench.mcp_bench --baseline-src DIR    # e.g. git archive <commit> | tar -x -C /tmp/base; DIR=/tmp/base/src
@@ -31,6 +33,7 @@ for a direct call, `tooldeck serve`'s own (without its upstream) for a served on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -115,13 +118,17 @@ def _serve_call(client: Client) -> Callable[[], Awaitable[Any]]:
 
 def _children(marker: bytes = b"") -> set[int]:
     """The processes this one started (from /proc), those whose command line holds `marker`."""
-    me = os.getpid()
+    return _children_of(os.getpid(), marker)
+
+
+def _children_of(parent: int, marker: bytes) -> set[int]:
+    """The processes `parent` started whose command line holds `marker` (from /proc)."""
     out = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                if parent == me and marker in Path(f"/proc/{entry}/cmdline").read_bytes():
+                if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == parent \
+                        and marker in Path(f"/proc/{entry}/cmdline").read_bytes():
                     out.add(int(entry))
             except OSError:
                 continue
@@ -129,8 +136,16 @@ def _children(marker: bytes = b"") -> set[int]:
 
 
 def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of every thread of `pid`: the scheduler's nanoseconds where the kernel keeps them (/proc's ticks
+    are 10 ms), else user + system ticks."""
+    if not Path(f"/proc/{pid}/schedstat").exists():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+    return total / 1e9
 
 
 def _serve_available() -> bool:
@@ -220,6 +235,11 @@ async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
             for fn in variants.values():  # warm up outside the CPU window
                 for _ in range(5):
                     await fn()
+            for name in [name for name in pids if name.startswith(("serve ", "base "))]:
+                # the fixture each serve started (after a call: a server is spawned when first needed)
+                upstream = _children_of(pids[name], FIXTURE.name.encode())
+                if len(upstream) == 1:
+                    pids[f"{name} upstream"] = upstream.pop()
             cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
             results = await ainterleaved_ms(variants, INNER, REPEATS)
             calls = REPEATS * INNER + 5
@@ -343,6 +363,8 @@ def main(baseline_src: str | None = None) -> None:
           f"{os.getloadavg()[0]:.1f})")
     for name, ms in results.items():
         extra = f"   server process CPU {cpu[name]:6.3f} ms/call" if name in cpu else ""
+        if f"{name} upstream" in cpu:
+            extra += f", its upstream fixture's {cpu[f'{name} upstream']:6.3f}"
         print(f"  {name:<24} {ms:7.3f} ms{extra}")
     print(f"  {'tooldeck stdio (sync)':<24} {sync_ms:7.3f} ms")
     print(f"  {'loop hop (no-op)':<24} {hop_us / 1000:7.3f} ms  ({hop_us:.0f} µs)")
