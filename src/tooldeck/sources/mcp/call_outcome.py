@@ -153,7 +153,7 @@ CALL_RULES: tuple[CallRule, ...] = (
     # An answer: the HTTP server refused the credentials before the tool ran, or a JSON-RPC error.
     CallRule("credentials_refused", _credentials_refused, _refused),
     CallRule("server_error", lambda f: isinstance(f.exc, MCPError), _server_error),
-    # tooldeck's own `asyncio.timeout` (call timeout + grace). The SDK's clock starts only once the
+    # tooldeck's own deadline (`deadline.Deadline`: call timeout + grace). The SDK's clock starts only once the
     # request is written, and its courtesy cancel after its own timeout is a write too: a server that
     # stops reading its input (a full pipe) blocks both, and only this timeout ends the call. The request
     # may be written in part or in full, so the outcome is unknown, never "not sent".
