@@ -1,7 +1,10 @@
 """Records: the group commit of served calls, as `tooldeck serve` writes them (an invocation per call on one
 snapshot: its start, its turn's admission and its result, journaled, then committed together), in a store
 that already holds PRE invocations: CPU per commit of one call (calls that come one at a time) and of 8
-(calls that come faster than the group-commit delay, 50 ms).
+(calls that come faster than the group-commit delay, 50 ms); and the whole of what records cost one
+served call in the thread that serves it, at about the rate `tooldeck serve` takes calls back to back
+(one every GAP_S, so a group commit holds ~40): its start, admission and result (journaled) and its share
+of the group commits, µs of thread CPU per call.
 
 With `--baseline-src DIR` the same runs against another checkout's `src/` (e.g. `git archive main`), each
 build in its own process, alternated ROUNDS times; the ratio is ours over the baseline, per round.
@@ -25,10 +28,14 @@ from pathlib import Path
 PRE = 30_000
 CALLS = 2_000
 ROUNDS = 3
+SERVED = 2_000
+GAP_S = 0.001
+SERVED_BATCH = 40
 
 
 def _measure() -> dict[str, float]:
-    """In this process (whatever `tooldeck` it imports): µs of thread CPU per commit of 1 and of 8 calls."""
+    """In this process (whatever `tooldeck` it imports): µs of thread CPU per commit of 1 and of 8 calls, and per
+    served call."""
     from tooldeck.records.port import FinishedCall, InvocationInfo, RequestedCall, StartedCall
     from tooldeck.records.store import SqliteRecorder
 
@@ -64,8 +71,22 @@ def _measure() -> dict[str, float]:
                     spent += time.thread_time() - start
             return spent / (n // together) * 1e6
 
+        def served(n: int) -> float:
+            """Thread CPU per call of its three writes and its share of the commits, calls GAP_S apart (as
+            `tooldeck serve` takes them back to back: ids of one second spread over the same leaves)."""
+            group.delay_s = group.backstop_s = 3600.0  # only this thread commits, every SERVED_BATCH calls
+            spent = 0.0
+            for k in range(n):
+                start = time.thread_time()
+                call(k)
+                if (k + 1) % SERVED_BATCH == 0:
+                    group.flush()
+                spent += time.thread_time() - start
+                time.sleep(GAP_S)
+            return spent / n * 1e6
+
         per_commit(PRE, 50)
-        out = {"1 call": per_commit(CALLS, 1), "8 calls": per_commit(CALLS, 8)}
+        out = {"1 call": per_commit(CALLS, 1), "8 calls": per_commit(CALLS, 8), "served": served(SERVED)}
         store.close()
         return out
 
@@ -82,13 +103,16 @@ def _run(src: str | None) -> dict[str, float]:
 def main(baseline_src: str | None) -> None:
     print(f"group commit of served calls (start + admission + result each), store of {PRE:,} invocations; "
           f"µs of CPU per commit, {CALLS:,} calls")
-    rows: dict[str, list[tuple[float, float | None]]] = {"1 call": [], "8 calls": []}
+    rows: dict[str, list[tuple[float, float | None]]] = {"1 call": [], "8 calls": [], "served": []}
     for _ in range(ROUNDS):
         ours = _run(None)
         base = _run(baseline_src) if baseline_src is not None else None
         for key in rows:
             rows[key].append((ours[key], base[key] if base is not None else None))
     for key, samples in rows.items():
+        if key == "served":
+            print(f"one served call's records (start + admission + result + its share of commits of {SERVED_BATCH}, "
+                  f"a call every {GAP_S * 1e3:g} ms), µs of thread CPU per call, {SERVED:,} calls")
         line = f"  {key:<8} ours {statistics.median(o for o, _ in samples):7.1f} µs"
         if baseline_src is not None:
             ratios = [o / b for o, b in samples if b]
