@@ -95,29 +95,41 @@ def test_lines_in_any_chunking_reach_the_session_or_the_relay(picks: list[int], 
         order.shuffle(lines)
         reader._stdout = Chunks(_split(b"".join(line + b"\n" for line in lines), cuts))
         seen = [item async for item in channel]
-        expected = [line for line in lines if line in others]
-        assert len(seen) == len(expected)
-        for item, line in zip(seen, expected, strict=True):
-            try:
-                message = types.jsonrpc_message_adapter.validate_json(line.decode(), by_name=False)
-            except ValueError:
-                assert isinstance(item, Exception)
-                continue
-            assert isinstance(item, SessionMessage) and item.message == message
-        noted = Evidence()
-        for item, line in zip(seen, expected, strict=True):
-            if isinstance(item, Exception):
-                noted.add_noise(line.decode())
-        assert evidence.noise == noted.noise and (not noted.noise or b"not json at all" in expected
-                                                  or _OTHER[5] in expected)
-        for task, request, error in zip(calls, requests, errors, strict=True):
-            if error:
-                with pytest.raises(MCPError, match=f"no {request['id']}"):
-                    await task
-            else:
-                assert await task == {"content": [], "n": request["id"]}
+        expected = _check_session(seen, lines, others, evidence)
+        assert not evidence.noise or b"not json at all" in expected or _OTHER[5] in expected
+        await _check_calls(calls, errors, [request["id"] for request in requests])
 
     asyncio.run(scenario())
+
+
+def _check_session(seen: list[Any], lines: list[bytes], others: list[bytes], evidence: Evidence) -> list[bytes]:
+    """The session read the lines the relay left, in order, each as the SDK parses it, and what does not parse
+    is noted as noise. Returns those lines."""
+    expected = [line for line in lines if line in others]
+    assert len(seen) == len(expected)
+    for item, line in zip(seen, expected, strict=True):
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line.decode(), by_name=False)
+        except ValueError:
+            assert isinstance(item, Exception)
+            continue
+        assert isinstance(item, SessionMessage) and item.message == message
+    noted = Evidence()
+    for item, line in zip(seen, expected, strict=True):
+        if isinstance(item, Exception):
+            noted.add_noise(line.decode())
+    assert evidence.noise == noted.noise
+    return expected
+
+
+async def _check_calls(calls: list[asyncio.Task[Any]], errors: list[bool], ids: list[Any]) -> None:
+    """Each relayed call got its own answer: its error, or its result."""
+    for task, error, request_id in zip(calls, errors, ids, strict=True):
+        if error:
+            with pytest.raises(MCPError, match=f"no {request_id}"):
+                await task
+        else:
+            assert await task == {"content": [], "n": request_id}
 
 
 class Piped:
@@ -177,38 +189,25 @@ def test_lines_fed_by_the_pipe_reach_the_session_or_the_relay(picks: list[int], 
                 await asyncio.sleep(0)  # the session reads before the next chunk
         stdout._stream.feed_eof()
         await reading
-        expected = [line for line in lines if line in others]
-        assert len(seen) == len(expected)
-        for item, line in zip(seen, expected, strict=True):
-            try:
-                message = types.jsonrpc_message_adapter.validate_json(line.decode(), by_name=False)
-            except ValueError:
-                assert isinstance(item, Exception)
-                continue
-            assert isinstance(item, SessionMessage) and item.message == message
-        noted = Evidence()
-        for item, line in zip(seen, expected, strict=True):
-            if isinstance(item, Exception):
-                noted.add_noise(line.decode())
-        assert evidence.noise == noted.noise
-        for index, (task, error) in enumerate(zip(calls, errors, strict=True)):
-            if error:
-                with pytest.raises(MCPError, match=f"no {index}"):
-                    await task
-            else:
-                assert await task == {"content": [], "n": index}
+        _check_session(seen, lines, others, evidence)
+        await _check_calls(calls, errors, list(range(len(errors))))
 
     asyncio.run(scenario())
 
 
-async def test_a_reply_that_comes_while_the_session_waits_is_taken_as_it_arrives() -> None:
-    """The relayed call's answer never passes through the session's stream when the session waits for more."""
+async def _one_relayed_call() -> tuple[Piped, RawChannel, asyncio.Task[Any], bytes]:
+    """A raw channel on a pipe's stream, one relayed call on it, and the line that answers it."""
     sink = Sink()
     stdout = Piped()
     reader = PipeReader(stdout, Evidence())
     channel = RawChannel(reader, PipeWriter(sink, reader))
     call = asyncio.create_task(channel.call(lambda data, opts: None, "echo", {}, 30.0))
-    reply = await _reply_to(sink, 0, {"result": {"content": [], "n": 1}})
+    return stdout, channel, call, await _reply_to(sink, 0, {"result": {"content": [], "n": 1}})
+
+
+async def test_a_reply_that_comes_while_the_session_waits_is_taken_as_it_arrives() -> None:
+    """The relayed call's answer never passes through the session's stream when the session waits for more."""
+    stdout, channel, call, reply = await _one_relayed_call()
     session = asyncio.create_task(anext(channel))
     await asyncio.sleep(0)  # the session waits in receive
     stdout.feed(reply)
@@ -221,12 +220,7 @@ async def test_a_reply_that_comes_while_the_session_waits_is_taken_as_it_arrives
 async def test_a_reply_does_not_overtake_what_the_session_is_still_handling() -> None:
     """A log line of the call, then its answer in a later chunk while the session still handles the log line
     (it relays it to its own client): the answer waits for the session to read again, as the lines came."""
-    sink = Sink()
-    stdout = Piped()
-    reader = PipeReader(stdout, Evidence())
-    channel = RawChannel(reader, PipeWriter(sink, reader))
-    call = asyncio.create_task(channel.call(lambda data, opts: None, "echo", {}, 30.0))
-    reply = await _reply_to(sink, 0, {"result": {"content": [], "n": 1}})
+    stdout, channel, call, reply = await _one_relayed_call()
     handled = asyncio.Event()
     order: list[str] = []
 
