@@ -50,7 +50,6 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     validate_mcp_param_headers,
 )
-from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -60,7 +59,7 @@ from starlette.types import Receive, Scope, Send
 
 from tooldeck.server.address import MCP_PATH
 from tooldeck.server.connections import CONNECTION_KEY
-from tooldeck.server.lane_kernel import CancelSignal, ModernKernels, error_object, progress_params, release, tool_call
+from tooldeck.server.lane_kernel import LaneContext, ModernKernels, error_object, release, tool_call
 
 logger = logging.getLogger("tooldeck.serve")
 
@@ -183,23 +182,22 @@ class HttpLane:
                 connection.unwatch_lost()
 
 
-class _Exchange(CancelSignal):
+class _Exchange(LaneContext):
     """The `DispatchContext` of one call (the SDK's `_SingleExchangeDispatchContext`), and its response: JSON, or
     an event stream once the handler notifies or runs silent for `SSE_PING_S`."""
 
     __slots__ = ("_lock", "_pinger", "_send", "_settled", "_socket", "_streaming", "_timer", "message_metadata",
-                 "progress_token", "request_id", "transport")
+                 "request_id", "transport")
 
     can_send_request = False
 
     def __init__(self, call: LaneCall, send: Send, sock: Any) -> None:
+        super().__init__(call.params)
         request = call.request
         self._socket = sock
         self.request_id = call.request_id
         self.transport = TransportContext(kind="streamable-http", can_send_request=False, headers=request.headers)
         self.message_metadata = ServerMessageMetadata(request_context=request)
-        self.progress_token = progress_token_from_params(call.params)
-        super().__init__()
         self._send = send
         self._streaming = False
         self._settled = False
@@ -220,11 +218,6 @@ class _Exchange(CancelSignal):
         if params is not None:
             message["params"] = dict(params)
         await self._event(_sse_event(message))
-
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        if self.progress_token is None:
-            return
-        await self.notify("notifications/progress", progress_params(self.progress_token, progress, total, message))
 
     # -- the response -------------------------------------------------------------------------------------------
     def settle(self) -> None:

@@ -1,8 +1,10 @@
 """What the two `tools/call` lanes (`stdio_lane.py`, `http_lane.py`) share: the SDK's server kernel for a
-2026-07-28 call, kept per envelope, and the kernel's exception-to-wire mapping as one JSON-RPC error object."""
+2026-07-28 call, kept per envelope, the kernel's exception-to-wire mapping as one JSON-RPC error object, and the
+part of a call's dispatch context that does not depend on the transport (`LaneContext`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -10,19 +12,31 @@ import mcp_types as types
 import orjson
 from mcp.server.connection import Connection, Outbound
 from mcp.server.runner import ServerRunner, aclose_shielded
-from mcp.shared.dispatcher import as_request_id
+from mcp.shared.dispatcher import CallOptions, as_request_id
 from mcp.shared.inbound import InboundModernRoute
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types import INTERNAL_ERROR
 
 
-class CancelSignal:
-    """A lane's dispatch context's `cancel_requested`, made when first asked for: an anyio `Event` costs more
-    to make than the rest of the context, and only a handler that watches for a cancel, or a cancel, needs one."""
+class LaneContext:
+    """What the two lanes' dispatch contexts (one per `tools/call`) share: the call's progress token and its
+    `progress`, and `cancel_requested`, made when first asked for (an anyio `Event` costs more to make than the
+    rest of the context, and only a handler that watches for a cancel, or a cancel, needs one). A subclass
+    gives `notify`."""
 
-    __slots__ = ("_cancel",)
+    __slots__ = ("_cancel", "progress_token")
 
-    def __init__(self) -> None:
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self.progress_token = progress_token_from_params(params)
         self._cancel: anyio.Event | None = None
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None) -> None:
+        raise NotImplementedError
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        if self.progress_token is None:
+            return
+        await self.notify("notifications/progress", progress_params(self.progress_token, progress, total, message))
 
     @property
     def cancel_requested(self) -> anyio.Event:

@@ -43,17 +43,16 @@ from mcp.server.runner import ServerRunner, modern_error_data
 from mcp.shared.dispatcher import CallOptions, as_request_id, coerce_request_id
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data, progress_token_from_params
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.transport_context import TransportContext
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, PROTOCOL_VERSION_META_KEY, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from tooldeck.server.lane_kernel import (
-    CancelSignal,
+    LaneContext,
     ModernKernels,
     error_object,
     json_object,
-    progress_params,
     release,
     tool_call,
 )
@@ -91,21 +90,20 @@ class _Outbound:
         return await self._lane.request(method, params, opts)
 
 
-class _CallContext(CancelSignal):
+class _CallContext(LaneContext):
     """The `DispatchContext` of one `tools/call` the lane runs (the SDK dispatcher's per-request context)."""
 
-    __slots__ = ("_closed", "_outbound", "_progress_token", "modern", "request_id")
+    __slots__ = ("_closed", "_outbound", "modern", "request_id")
 
     message_metadata = None
 
     def __init__(self, outbound: _Outbound, request_id: types.RequestId, params: Mapping[str, Any],
                  modern: bool) -> None:
+        super().__init__(params)
         self._outbound = outbound
         self.request_id = request_id
-        self._progress_token = progress_token_from_params(params)
         self.modern = modern
         self._closed = False
-        super().__init__()
 
     @property
     def transport(self) -> TransportContext:
@@ -124,11 +122,6 @@ class _CallContext(CancelSignal):
         if not self.can_send_request:
             raise NoBackChannelError(method)
         return await self._outbound.send_raw_request(method, params, opts)
-
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        if self._progress_token is None:
-            return
-        await self.notify("notifications/progress", progress_params(self._progress_token, progress, total, message))
 
     def close(self) -> None:
         self._closed = True
