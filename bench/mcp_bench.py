@@ -5,6 +5,8 @@ Variants, measured round-robin in one run (medians of batches, so machine load f
 - `direct stdio`     mcp.Client → fixture server (stdio), `call_tool("echo")`
 - `tooldeck stdio`   Runtime → MCP manager → fixture server (stdio), `await inv.arun([...])` on the host loop
 - `tooldeck stdio (sync)`  the same through the sync facade `inv.run([...])`
+- `relay stdio`      mcp.Client → a do-nothing Python line relay (`bench/line_relay.py`) → fixture server: the
+  floor of any process in the middle of a stdio call on this host; serve's figure less this one is tooldeck's work
 - `direct http` / `tooldeck http`  the same against the fixture server over streamable HTTP (127.0.0.1)
 - `serve stdio` / `serve http`  mcp.Client → `tooldeck serve` (which proxies the fixture server over stdio), when
   `tooldeck serve` is available; with `--baseline-src DIR` also `base stdio` / `base http`, the same through a
@@ -23,8 +25,9 @@ and HTTP); client → `tooldeck serve` → server ≤ 1.5 × client → server, 
 Wall-clock ratios on a loaded machine mostly measure the scheduler (each process hop waits for a core), so the
 bench also prints the CPU time each server process spent per call (every thread, the scheduler's nanoseconds from
 /proc): the fixture's for a direct call, `tooldeck serve`'s own for a served one, and beside it the CPU of the
-fixture that serve started (the same `echo`, answered to tooldeck's relay: on a two-core host it runs slower
-beside a third busy process than beside the client alone).
+fixture that serve started (the same `echo`, answered to tooldeck's relay: it costs more behind serve than behind
+the client or the do-nothing relay, as serve's work between two turns of the fixture on a core evicts what the fixture
+had in that core's caches; docs/benchmarks.md).
 
     python -m bench.mcp_bench
     python -m bench.mcp_bench --baseline-src DIR    # e.g. git archive <commit> | tar -x -C /tmp/base; DIR=/tmp/base/src
@@ -57,6 +60,7 @@ from tooldeck.sources.mcp.loop import BackgroundLoop
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "mcp" / "fixtures" / "fixture_server.py"
+LINE_RELAY = ROOT / "bench" / "line_relay.py"
 PY = sys.executable
 INNER = 20
 REPEATS = 41
@@ -222,8 +226,13 @@ async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
             direct = await stack.enter_async_context(
                 Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]), cache=None))
             [pids["direct stdio"]] = _children(FIXTURE.name.encode()) - before
+            before = _children(LINE_RELAY.name.encode())
+            relayed = await stack.enter_async_context(
+                Client(StdioServerParameters(command=PY, args=[str(LINE_RELAY), PY, str(FIXTURE)]), cache=None))
+            [pids["relay stdio"]] = _children(LINE_RELAY.name.encode()) - before
             direct_http = await stack.enter_async_context(Client(url, cache=None))
             variants["direct stdio"] = _direct_call(direct)
+            variants["relay stdio"] = _direct_call(relayed)
             variants["tooldeck stdio"] = _tooldeck_call(stdio_rt)
             variants["direct http"] = _direct_call(direct_http)
             variants["tooldeck http"] = _tooldeck_call(http_rt)
@@ -235,8 +244,8 @@ async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
             for fn in variants.values():  # warm up outside the CPU window
                 for _ in range(5):
                     await fn()
-            for name in [name for name in pids if name.startswith(("serve ", "base "))]:
-                # the fixture each serve started (after a call: a server is spawned when first needed)
+            for name in [name for name in pids if name.startswith(("serve ", "base ", "relay "))]:
+                # the fixture each serve (or the relay) started (after a call: a server is spawned when first needed)
                 upstream = _children_of(pids[name], FIXTURE.name.encode())
                 if len(upstream) == 1:
                     pids[f"{name} upstream"] = upstream.pop()
@@ -379,6 +388,10 @@ def main(baseline_src: str | None = None) -> None:
                   f"+{ours - direct:.3f} ms; target ≤ {target:.2f}×: {verdict}")
         base = results.get(f"base {transport}")
         served = results.get(f"serve {transport}")
+        relay = results.get(f"relay {transport}")
+        if relay is not None:  # what the hop alone costs, and what tooldeck adds on top of it (same run)
+            tail = f"; serve − relay = +{served - relay:.3f} ms of tooldeck's own work" if served is not None else ""
+            print(f"  {transport}: relay (a do-nothing Python hop) {relay / direct:.2f}× direct{tail}")
         if base is not None and served is not None:  # the comparison this host's noise leaves standing
             print(f"  {transport}: serve ÷ base {served / base:.2f}× wall, "
                   f"{cpu[f'serve {transport}'] / cpu[f'base {transport}']:.2f}× server process CPU (same run)")

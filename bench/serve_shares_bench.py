@@ -1,0 +1,112 @@
+"""What a call through `tooldeck serve --stdio` spends, by part, measured as differences in one run.
+
+The official client calls the fixture server's `echo` (round-robin, medians of batches): directly; through the
+do-nothing line relay (`bench/line_relay.py`: the floor of any process in the middle); through `tooldeck serve`
+(records on, its default); through serve with `--no-records`; and through serve with the SDK server kernel's
+per-version checks of a `tools/call` stubbed out (`bench/serve_stubbed.py`, a diagnostic: those checks are the
+protocol's). Each prints its wall time per call as a ratio to the direct call, the CPU per call of the process in
+the middle and of the fixture behind it (the scheduler's nanoseconds, every thread).
+
+    python -m bench.serve_shares_bench
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from bench.mcp_bench import (
+    FIXTURE,
+    LINE_RELAY,
+    PY,
+    _children,
+    _children_of,
+    _cpu_s,
+    _direct_call,
+    _runtime,
+    _serve_call,
+)
+from bench.timing import ainterleaved_ms
+
+INNER = 20
+REPEATS = 31
+STUBBED = Path(__file__).with_name("serve_stubbed.py")
+TOOLDECK = str(Path(PY).with_name("tooldeck"))
+
+
+def _serve_command(home: Path, extra: list[str], stub: str | None) -> list[str]:
+    args = ["serve", "--stdio", "--home", str(home), "--scene", "chat", *extra]
+    return [PY, str(STUBBED), stub, *args] if stub else [TOOLDECK, *args]
+
+
+async def measure(tmp: Path) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """(wall ms per call, the middle process's CPU µs per call, its fixture's CPU µs per call) by variant."""
+    variants: dict[str, Callable[[], Awaitable[Any]]] = {}
+    middle: dict[str, int] = {}
+    fixture: dict[str, int] = {}
+    async with AsyncExitStack() as stack:
+        before = _children(FIXTURE.name.encode())
+        direct = await stack.enter_async_context(Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]),
+                                                        cache=None))
+        [fixture["direct"]] = _children(FIXTURE.name.encode()) - before
+        variants["direct"] = _direct_call(direct)
+        before = _children(LINE_RELAY.name.encode())
+        relayed = await stack.enter_async_context(Client(StdioServerParameters(
+            command=PY, args=[str(LINE_RELAY), PY, str(FIXTURE)]), cache=None))
+        [middle["relay"]] = _children(LINE_RELAY.name.encode()) - before
+        variants["relay"] = _direct_call(relayed)
+        for name, extra, stub in (("serve", [], None), ("serve --no-records", ["--no-records"], None),
+                                  ("serve, SDK checks stubbed", [], "sdk-checks")):
+            home = tmp / name.replace(" ", "_").replace(",", "")
+            _runtime(home, {"command": PY, "args": [str(FIXTURE)]}).close()
+            (home / "profile.toml").write_text('loading = "eager"\n')  # tools called by name
+            [command, *args] = _serve_command(home, extra, stub)
+            before = _children(b"serve")
+            client = await stack.enter_async_context(Client(StdioServerParameters(command=command, args=args),
+                                                            cache=None))
+            [middle[name]] = _children(b"serve") - before
+            variants[name] = _serve_call(client)
+        for fn in variants.values():  # warm up; a server behind serve starts on its first call
+            for _ in range(5):
+                await fn()
+        for name, pid in middle.items():
+            [fixture[name]] = _children_of(pid, FIXTURE.name.encode())
+        middle0, fixture0 = _cpu_now(middle), _cpu_now(fixture)
+        wall = await ainterleaved_ms(variants, INNER, REPEATS)
+        calls = REPEATS * INNER + 5
+        middle_us = {name: (cpu - middle0[name]) / calls * 1e6 for name, cpu in _cpu_now(middle).items()}
+        fixture_us = {name: (cpu - fixture0[name]) / calls * 1e6 for name, cpu in _cpu_now(fixture).items()}
+    return wall, middle_us, fixture_us
+
+
+def _cpu_now(pids: dict[str, int]) -> dict[str, float]:
+    return {name: _cpu_s(pid) for name, pid in pids.items()}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        wall, middle, fixture = asyncio.run(measure(Path(tmp)))
+    direct = wall["direct"]
+    print(f"median call_tool latency (batches of {INNER}, {REPEATS} batches, round-robin; load average "
+          f"{os.getloadavg()[0]:.1f})")
+    for name, ms in wall.items():
+        own = f"   its CPU {middle[name]:5.0f} µs/call" if name in middle else " " * 26
+        print(f"  {name:<28} {ms:6.3f} ms  {ms / direct:5.2f}× direct{own}   fixture CPU {fixture[name]:5.0f} µs/call")
+    served = middle["serve"]
+    print(f"  serve's CPU less the relay's: {served - middle['relay']:.0f} µs/call; of it records "
+          f"{served - middle['serve --no-records']:.0f} µs, the SDK kernel's per-version checks "
+          f"{served - middle['serve, SDK checks stubbed']:.0f} µs; the fixture behind serve "
+          f"{fixture['serve'] - fixture['direct']:+.0f} µs, behind the relay "
+          f"{fixture['relay'] - fixture['direct']:+.0f} µs against direct")
+
+
+if __name__ == "__main__":
+    main()
