@@ -17,16 +17,11 @@ every thread).
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any
 
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.client.stdio import get_default_environment
 
-from bench.mcp_bench import FIXTURE, LINE_RELAY, PY, _children, _children_of, _cpu_s, _direct_call
-from bench.timing import ainterleaved_ms
+from bench.mcp_bench import Variants, add_direct, add_relay, interleaved_with_cpu, print_with_cpu
 
 INNER = 20
 REPEATS = 31
@@ -45,46 +40,22 @@ RELAYS = {
 
 async def measure() -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """(wall ms per call, the middle process's CPU µs per call, the fixture's CPU µs per call) by variant."""
-    variants: dict[str, Callable[[], Awaitable[Any]]] = {}
+    variants: Variants = {}
     middle: dict[str, int] = {}
     fixture: dict[str, int] = {}
     async with AsyncExitStack() as stack:
-        before = _children(FIXTURE.name.encode())
-        direct = await stack.enter_async_context(Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]),
-                                                        cache=None))
-        [fixture["direct"]] = _children(FIXTURE.name.encode()) - before
-        variants["direct"] = _direct_call(direct)
+        await add_direct(stack, variants, fixture)
         for name, work in RELAYS.items():
             env = get_default_environment() | ({"LINE_RELAY_WORK": work} if work else {})
-            before = _children(LINE_RELAY.name.encode())
-            client = await stack.enter_async_context(Client(StdioServerParameters(
-                command=PY, args=[str(LINE_RELAY), PY, str(FIXTURE)], env=env), cache=None))
-            [middle[name]] = _children(LINE_RELAY.name.encode()) - before
-            [fixture[name]] = _children_of(middle[name], FIXTURE.name.encode())
-            variants[name] = _direct_call(client)
+            await add_relay(stack, name, variants, middle, fixture, env)
         for fn in variants.values():
             for _ in range(5):
                 await fn()
-        middle0, fixture0 = _cpu_now(middle), _cpu_now(fixture)
-        wall = await ainterleaved_ms(variants, INNER, REPEATS)
-        calls = REPEATS * INNER + 5
-        middle_us = {name: (cpu - middle0[name]) / calls * 1e6 for name, cpu in _cpu_now(middle).items()}
-        fixture_us = {name: (cpu - fixture0[name]) / calls * 1e6 for name, cpu in _cpu_now(fixture).items()}
-    return wall, middle_us, fixture_us
-
-
-def _cpu_now(pids: dict[str, int]) -> dict[str, float]:
-    return {name: _cpu_s(pid) for name, pid in pids.items()}
+        return await interleaved_with_cpu(variants, middle, fixture, INNER, REPEATS)
 
 
 def main() -> None:
-    wall, middle, fixture = asyncio.run(measure())
-    direct = wall["direct"]
-    print(f"median call_tool latency (batches of {INNER}, {REPEATS} batches, round-robin; load average "
-          f"{os.getloadavg()[0]:.1f})")
-    for name, ms in wall.items():
-        own = f"   relay CPU {middle[name]:5.0f} µs/call" if name in middle else " " * 29
-        print(f"  {name:<34} {ms:6.3f} ms  {ms / direct:5.2f}× direct{own}   fixture CPU {fixture[name]:5.0f} µs/call")
+    print_with_cpu(*asyncio.run(measure()), INNER, REPEATS)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ Wall-clock ratios on a loaded machine mostly measure the scheduler (each process
 bench also prints the CPU time each server process spent per call (every thread, the scheduler's nanoseconds from
 /proc): the fixture's for a direct call, `tooldeck serve`'s own for a served one, and beside it the CPU of the
 fixture that serve started (the same `echo`, answered to tooldeck's relay: it costs more behind serve than behind
-the client or the do-nothing relay, as serve's work between two turns of the fixture on a core evicts what the fixture
-had in that core's caches; docs/benchmarks.md).
+the client or the do-nothing relay; docs/benchmarks.md, "Serve latency: the floor of a hop", says what is known of
+why).
 
     python -m bench.mcp_bench
     python -m bench.mcp_bench --baseline-src DIR    # e.g. git archive <commit> | tar -x -C /tmp/base; DIR=/tmp/base/src
@@ -152,6 +152,60 @@ def _cpu_s(pid: int) -> float:
     return total / 1e9
 
 
+async def interleaved_with_cpu(variants: dict[str, Callable[[], Awaitable[Any]]], middle: dict[str, int],
+                               fixture: dict[str, int], inner: int, repeats: int
+                               ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """`ainterleaved_ms` of `variants` (wall ms per call), and the CPU per call in µs that the processes in the
+    middle and the fixtures behind them (variant → pid) spent meanwhile."""
+    middle0, fixture0 = _cpu_by_name(middle), _cpu_by_name(fixture)
+    wall = await ainterleaved_ms(variants, inner, repeats)
+    calls = repeats * inner + 5  # with ainterleaved_ms's warm-up
+    middle_us = {name: (cpu - middle0[name]) / calls * 1e6 for name, cpu in _cpu_by_name(middle).items()}
+    fixture_us = {name: (cpu - fixture0[name]) / calls * 1e6 for name, cpu in _cpu_by_name(fixture).items()}
+    return wall, middle_us, fixture_us
+
+
+def _cpu_by_name(pids: dict[str, int]) -> dict[str, float]:
+    return {name: _cpu_s(pid) for name, pid in pids.items()}
+
+
+Variants = dict[str, Callable[[], Awaitable[Any]]]
+
+
+async def add_direct(stack: AsyncExitStack, variants: Variants, fixture: dict[str, int]) -> None:
+    """The variant `direct`: the official client straight to a fixture server (stdio); its pid in `fixture`."""
+    before = _children(FIXTURE.name.encode())
+    client = await stack.enter_async_context(Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]),
+                                                    cache=None))
+    [fixture["direct"]] = _children(FIXTURE.name.encode()) - before
+    variants["direct"] = _direct_call(client)
+
+
+async def add_relay(stack: AsyncExitStack, name: str, variants: Variants, middle: dict[str, int],
+                    fixture: dict[str, int], env: dict[str, str] | None = None) -> None:
+    """The variant `name`: the official client → the line relay (`bench/line_relay.py`, with `env`) → a fixture
+    server; the relay's pid in `middle`, the fixture's in `fixture`."""
+    before = _children(LINE_RELAY.name.encode())
+    client = await stack.enter_async_context(Client(StdioServerParameters(
+        command=PY, args=[str(LINE_RELAY), PY, str(FIXTURE)], env=env), cache=None))
+    [middle[name]] = _children(LINE_RELAY.name.encode()) - before
+    [fixture[name]] = _children_of(middle[name], FIXTURE.name.encode())
+    variants[name] = _direct_call(client)
+
+
+def print_with_cpu(wall: dict[str, float], middle: dict[str, float], fixture: dict[str, float], inner: int,
+                   repeats: int) -> None:
+    """One line per variant: wall ms per call, as a ratio to `direct`, and the CPU of the processes of the call."""
+    direct = wall["direct"]
+    width = max(map(len, wall))
+    print(f"median call_tool latency (batches of {inner}, {repeats} batches, round-robin; load average "
+          f"{os.getloadavg()[0]:.1f})")
+    for name, ms in wall.items():
+        own = f"   middle CPU {middle[name]:5.0f} µs/call" if name in middle else " " * 30
+        print(f"  {name:<{width}} {ms:6.3f} ms  {ms / direct:5.2f}× direct{own}   fixture CPU {fixture[name]:5.0f} "
+              "µs/call")
+
+
 def _serve_available() -> bool:
     exe = shutil.which("tooldeck") or str(Path(PY).with_name("tooldeck"))
     try:
@@ -226,13 +280,11 @@ async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
             direct = await stack.enter_async_context(
                 Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]), cache=None))
             [pids["direct stdio"]] = _children(FIXTURE.name.encode()) - before
-            before = _children(LINE_RELAY.name.encode())
-            relayed = await stack.enter_async_context(
-                Client(StdioServerParameters(command=PY, args=[str(LINE_RELAY), PY, str(FIXTURE)]), cache=None))
-            [pids["relay stdio"]] = _children(LINE_RELAY.name.encode()) - before
-            direct_http = await stack.enter_async_context(Client(url, cache=None))
             variants["direct stdio"] = _direct_call(direct)
-            variants["relay stdio"] = _direct_call(relayed)
+            behind_relay: dict[str, int] = {}
+            await add_relay(stack, "relay stdio", variants, pids, behind_relay)
+            pids["relay stdio upstream"] = behind_relay["relay stdio"]
+            direct_http = await stack.enter_async_context(Client(url, cache=None))
             variants["tooldeck stdio"] = _tooldeck_call(stdio_rt)
             variants["direct http"] = _direct_call(direct_http)
             variants["tooldeck http"] = _tooldeck_call(http_rt)
@@ -244,8 +296,8 @@ async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
             for fn in variants.values():  # warm up outside the CPU window
                 for _ in range(5):
                     await fn()
-            for name in [name for name in pids if name.startswith(("serve ", "base ", "relay "))]:
-                # the fixture each serve (or the relay) started (after a call: a server is spawned when first needed)
+            for name in [name for name in pids if name.startswith(("serve ", "base "))]:
+                # the fixture each serve started (after a call: a server is spawned when first needed)
                 upstream = _children_of(pids[name], FIXTURE.name.encode())
                 if len(upstream) == 1:
                     pids[f"{name} upstream"] = upstream.pop()

@@ -13,28 +13,26 @@ the middle and of the fixture behind it (the scheduler's nanoseconds, every thre
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
-from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bench.mcp_bench import (
     FIXTURE,
-    LINE_RELAY,
     PY,
+    Variants,
     _children,
     _children_of,
-    _cpu_s,
-    _direct_call,
     _runtime,
     _serve_call,
+    add_direct,
+    add_relay,
+    interleaved_with_cpu,
+    print_with_cpu,
 )
-from bench.timing import ainterleaved_ms
 
 INNER = 20
 REPEATS = 31
@@ -49,20 +47,12 @@ def _serve_command(home: Path, extra: list[str], stub: str | None) -> list[str]:
 
 async def measure(tmp: Path) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """(wall ms per call, the middle process's CPU µs per call, its fixture's CPU µs per call) by variant."""
-    variants: dict[str, Callable[[], Awaitable[Any]]] = {}
+    variants: Variants = {}
     middle: dict[str, int] = {}
     fixture: dict[str, int] = {}
     async with AsyncExitStack() as stack:
-        before = _children(FIXTURE.name.encode())
-        direct = await stack.enter_async_context(Client(StdioServerParameters(command=PY, args=[str(FIXTURE)]),
-                                                        cache=None))
-        [fixture["direct"]] = _children(FIXTURE.name.encode()) - before
-        variants["direct"] = _direct_call(direct)
-        before = _children(LINE_RELAY.name.encode())
-        relayed = await stack.enter_async_context(Client(StdioServerParameters(
-            command=PY, args=[str(LINE_RELAY), PY, str(FIXTURE)]), cache=None))
-        [middle["relay"]] = _children(LINE_RELAY.name.encode()) - before
-        variants["relay"] = _direct_call(relayed)
+        await add_direct(stack, variants, fixture)
+        await add_relay(stack, "relay", variants, middle, fixture)
         for name, extra, stub in (("serve", [], None), ("serve --no-records", ["--no-records"], None),
                                   ("serve, SDK checks stubbed", [], "sdk-checks")):
             home = tmp / name.replace(" ", "_").replace(",", "")
@@ -79,27 +69,13 @@ async def measure(tmp: Path) -> tuple[dict[str, float], dict[str, float], dict[s
                 await fn()
         for name, pid in middle.items():
             [fixture[name]] = _children_of(pid, FIXTURE.name.encode())
-        middle0, fixture0 = _cpu_now(middle), _cpu_now(fixture)
-        wall = await ainterleaved_ms(variants, INNER, REPEATS)
-        calls = REPEATS * INNER + 5
-        middle_us = {name: (cpu - middle0[name]) / calls * 1e6 for name, cpu in _cpu_now(middle).items()}
-        fixture_us = {name: (cpu - fixture0[name]) / calls * 1e6 for name, cpu in _cpu_now(fixture).items()}
-    return wall, middle_us, fixture_us
-
-
-def _cpu_now(pids: dict[str, int]) -> dict[str, float]:
-    return {name: _cpu_s(pid) for name, pid in pids.items()}
+        return await interleaved_with_cpu(variants, middle, fixture, INNER, REPEATS)
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         wall, middle, fixture = asyncio.run(measure(Path(tmp)))
-    direct = wall["direct"]
-    print(f"median call_tool latency (batches of {INNER}, {REPEATS} batches, round-robin; load average "
-          f"{os.getloadavg()[0]:.1f})")
-    for name, ms in wall.items():
-        own = f"   its CPU {middle[name]:5.0f} µs/call" if name in middle else " " * 26
-        print(f"  {name:<28} {ms:6.3f} ms  {ms / direct:5.2f}× direct{own}   fixture CPU {fixture[name]:5.0f} µs/call")
+    print_with_cpu(wall, middle, fixture, INNER, REPEATS)
     served = middle["serve"]
     print(f"  serve's CPU less the relay's: {served - middle['relay']:.0f} µs/call; of it records "
           f"{served - middle['serve --no-records']:.0f} µs, the SDK kernel's per-version checks "
