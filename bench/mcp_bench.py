@@ -152,9 +152,11 @@ def _cpu_s(pid: int) -> float:
     return total / 1e9
 
 
-async def interleaved_with_cpu(variants: dict[str, Callable[[], Awaitable[Any]]], middle: dict[str, int],
-                               fixture: dict[str, int], inner: int, repeats: int
-                               ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+Variants = dict[str, Callable[[], Awaitable[Any]]]
+
+
+async def interleaved_with_cpu(variants: Variants, middle: dict[str, int], fixture: dict[str, int], inner: int,
+                               repeats: int) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """`ainterleaved_ms` of `variants` (wall ms per call), and the CPU per call in µs that the processes in the
     middle and the fixtures behind them (variant → pid) spent meanwhile."""
     middle0, fixture0 = _cpu_by_name(middle), _cpu_by_name(fixture)
@@ -167,9 +169,6 @@ async def interleaved_with_cpu(variants: dict[str, Callable[[], Awaitable[Any]]]
 
 def _cpu_by_name(pids: dict[str, int]) -> dict[str, float]:
     return {name: _cpu_s(pid) for name, pid in pids.items()}
-
-
-Variants = dict[str, Callable[[], Awaitable[Any]]]
 
 
 async def add_direct(stack: AsyncExitStack, variants: Variants, fixture: dict[str, int]) -> None:
@@ -201,7 +200,7 @@ def print_with_cpu(wall: dict[str, float], middle: dict[str, float], fixture: di
     print(f"median call_tool latency (batches of {inner}, {repeats} batches, round-robin; load average "
           f"{os.getloadavg()[0]:.1f})")
     for name, ms in wall.items():
-        own = f"   middle CPU {middle[name]:5.0f} µs/call" if name in middle else " " * 30
+        own = f"   middle CPU {middle[name]:5.0f} µs/call" if name in middle else " " * 27
         print(f"  {name:<{width}} {ms:6.3f} ms  {ms / direct:5.2f}× direct{own}   fixture CPU {fixture[name]:5.0f} "
               "µs/call")
 
