@@ -4,12 +4,12 @@ The official client calls the fixture server's `echo` directly, and through the 
 (`bench/line_relay.py`) with and without CPU work of its own per call, at each place of the call: `before` it
 writes the request on (the client waits), `during` the server's work (after the request went on), `after` it
 wrote the answer back (while the client reads it and sends the next call); and with a working set larger than a
-core's caches (`objects`). Variants run round-robin in one run; each prints its median wall time per call as a
-ratio to the direct call of the same run, the relay's CPU per call and the fixture's (the scheduler's nanoseconds,
-every thread).
+core's caches (`swept`: the work writes every cache line of an 8 MiB buffer, at least once a call). Variants run
+round-robin in one run; each prints its median wall time per call as a ratio to the direct call of the same run,
+the relay's CPU per call and the fixture's (the scheduler's nanoseconds, every thread).
 
-`tooldeck serve` is such a process: what this measures is where its work costs its client nothing (docs/benchmarks.md,
-"Serve latency: the floor of a hop").
+`tooldeck serve` is such a process: what this measures is where its work costs its client nothing, and what a large
+working set of its own costs the server behind it (docs/benchmarks.md, "Serve latency: the floor of a hop").
 
     python -m bench.hop_placement_bench
 """
@@ -26,15 +26,16 @@ from bench.mcp_bench import Variants, add_direct, add_relay, interleaved_with_cp
 INNER = 20
 REPEATS = 31
 WORK_US = 150
-OBJECTS = 200_000
-"""Small objects the memory-bound work reads at random: tens of MB, more than the caches of a core."""
+SWEPT = 8 << 20
+"""Bytes the memory-bound work writes a cache line of each (at least once a call): four times a core's L2 here, a
+quarter of the shared L3."""
 RELAYS = {
     "relay": None,
     f"relay, {WORK_US} µs before": f"before:{WORK_US}",
     f"relay, {WORK_US} µs during": f"during:{WORK_US}",
     f"relay, {WORK_US} µs after": f"after:{WORK_US}",
-    f"relay, {WORK_US} µs before, objects": f"before:{WORK_US}:{OBJECTS}",
-    f"relay, {WORK_US} µs during, objects": f"during:{WORK_US}:{OBJECTS}",
+    f"relay, {WORK_US} µs before, 8 MiB swept": f"before:{WORK_US}:{SWEPT}",
+    f"relay, {WORK_US} µs during, 8 MiB swept": f"during:{WORK_US}:{SWEPT}",
 }
 
 

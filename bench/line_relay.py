@@ -6,19 +6,18 @@ what any Python process in the middle of an MCP stdio call costs on the host of 
 event loop, a third process on the cores), so that a run shows how much of `tooldeck serve`'s added time is the
 hop itself and how much is tooldeck's work (gate, records, projection, the SDK's per-version checks).
 
-`LINE_RELAY_WORK=PLACE:MICROSECONDS[:OBJECTS]` makes the relay spend that much CPU on each `tools/call` it relays,
+`LINE_RELAY_WORK=PLACE:MICROSECONDS[:BYTES]` makes the relay spend that much CPU on each `tools/call` it relays,
 at one place of the call: `before` (before it writes the request on, where the client waits for it), `during`
 (after it wrote the request, while the server works) or `after` (after it wrote the answer back, while the client
-reads it and sends the next call). With OBJECTS the work reads that many small objects at random (a working set
-larger than a core's caches), else it allocates a few. `bench/hop_placement_bench.py` uses it to measure which
-work of a process in the middle the caller pays for.
+reads it and sends the next call). With BYTES the work writes every cache line of a buffer that large, at least once
+(a working set as large as a core's caches, or larger), else it allocates a few small objects.
+`bench/hop_placement_bench.py` uses it to measure which work of a process in the middle the caller pays for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import random
 import sys
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from collections.abc import Callable
 LINE_LIMIT = 1 << 26
 """The longest line relayed (a result with a large image is one line)."""
 PLACES = ("before", "during", "after")
+CACHE_LINE = 64
 
 
 class Work:
@@ -33,27 +33,27 @@ class Work:
 
     def __init__(self, spec: str) -> None:
         place, _, rest = spec.partition(":")
-        micros, _, objects = rest.partition(":")
+        micros, _, size = rest.partition(":")
         if place not in PLACES or not micros:
-            raise SystemExit(f"LINE_RELAY_WORK={spec!r}: expected PLACE:MICROSECONDS[:OBJECTS], PLACE one of "
+            raise SystemExit(f"LINE_RELAY_WORK={spec!r}: expected PLACE:MICROSECONDS[:BYTES], PLACE one of "
                              f"{', '.join(PLACES)}")
         self.place = place
         self.seconds = float(micros) / 1e6
-        self.objects = [{"key": i, "value": [i, i + 1]} for i in range(int(objects or 0))]
-        self._random = random.Random(0)
+        self.buffer = bytearray(int(size or 0))
+        self._lines = bytes(len(self.buffer[::CACHE_LINE]))
 
     def run(self) -> None:
         end = time.thread_time() + self.seconds
-        objects, pick, kept = self.objects, self._random.randrange, []
-        while time.thread_time() < end:
-            if objects:
-                total = 0
-                for _ in range(16):
-                    total += objects[pick(len(objects))]["key"]
+        buffer, kept = self.buffer, []
+        while True:
+            if buffer:
+                buffer[::CACHE_LINE] = self._lines  # one write in every cache line of the buffer
             else:
                 kept.append({"a": [1, 2, 3], "b": "x" * 50})
                 if len(kept) > 200:
                     kept.clear()
+            if time.thread_time() >= end:
+                return
 
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, mark: bytes = b"",
