@@ -157,8 +157,9 @@ Variants = dict[str, Callable[[], Awaitable[Any]]]
 
 async def interleaved_with_cpu(variants: Variants, middle: dict[str, int], fixture: dict[str, int], inner: int,
                                repeats: int) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-    """`ainterleaved_ms` of `variants` (wall ms per call), and the CPU per call in µs that the processes in the
-    middle and the fixtures behind them (variant → pid) spent meanwhile."""
+    """`ainterleaved_ms` of `variants` (wall ms per call), and the CPU per call in µs that each process of `middle`
+    and of `fixture` (name → pid: the processes in the middle of the calls, the servers behind them) spent
+    meanwhile."""
     middle0, fixture0 = _cpu_by_name(middle), _cpu_by_name(fixture)
     wall = await ainterleaved_ms(variants, inner, repeats)
     calls = repeats * inner + 5  # with ainterleaved_ms's warm-up
@@ -300,11 +301,8 @@ async def _interleaved(tmp: Path, url: str, stdio_rt: Runtime, http_rt: Runtime,
                 upstream = _children_of(pids[name], FIXTURE.name.encode())
                 if len(upstream) == 1:
                     pids[f"{name} upstream"] = upstream.pop()
-            cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
-            results = await ainterleaved_ms(variants, INNER, REPEATS)
-            calls = REPEATS * INNER + 5
-            for name, pid in pids.items():
-                results[f"cpu {name}"] = (_cpu_s(pid) - cpu0[name]) / calls * 1e3
+            results, cpu_us, _ = await interleaved_with_cpu(variants, pids, {}, INNER, REPEATS)
+            results.update({f"cpu {name}": us / 1e3 for name, us in cpu_us.items()})
     except Exception as exc:  # a client that fails to close after the run (a server gone first) loses no figure
         if not results:
             raise
