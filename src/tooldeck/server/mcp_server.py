@@ -11,6 +11,7 @@ A background check rebuilds the snapshots when the catalog changes and tells the
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import warnings
@@ -107,6 +108,8 @@ class TooldeckMCPServer:
         """2026-07-28 calls held for the client's answers to upstream requests (`held_calls.py`)."""
         self.http_server: Any = None
         """The uvicorn server while `serve_http` runs (its `should_exit` stops it)."""
+        self._stop_asked = False
+        """A stop that came before `serve_http` made its uvicorn server: the server stops as soon as it starts."""
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still the handshake era's way
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server = _Server(
@@ -365,6 +368,7 @@ class TooldeckMCPServer:
             await serving
 
     def _stop_http(self) -> None:
+        self._stop_asked = True
         server = self.http_server
         if server is not None:  # as uvicorn's own signal handler: a second stop forces the exit
             server.force_exit = server.should_exit
@@ -413,11 +417,32 @@ class TooldeckMCPServer:
                                 timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
                                 h11_max_incomplete_event_size=limits.max_header_bytes,
                                 proxy_headers=False)  # nothing sits in front: X-Forwarded-* are not trusted
-        server = self.http_server = uvicorn.Server(config)
+        server = self.http_server = _announcing_server_class()(config, on_ready)
+        server.should_exit = self._stop_asked
         asyncio.get_running_loop().set_exception_handler(limiter.exception_handler)
-        if on_ready is not None:
-            on_ready()
         await server.serve(sockets=[sock])
+
+
+@functools.cache
+def _announcing_server_class() -> type[Any]:
+    """Made on first use: uvicorn is imported only to serve HTTP."""
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        """uvicorn's server, calling `on_ready` once it has started: its signal handlers are in place by then, so a
+        SIGTERM right after the "serving" line gets the graceful shutdown (before it, asyncio's runner would cancel
+        the startup half-way, and uvicorn would log the cancelled lifespan as an error)."""
+
+        def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None) -> None:
+            super().__init__(config)
+            self.on_ready = on_ready
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and self.on_ready is not None:
+                self.on_ready()
+
+    return AnnouncingServer
 
 
 async def _notify_list_changed(session: ServeSession) -> None:
