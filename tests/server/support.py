@@ -221,12 +221,12 @@ def read_response(sock: socket.socket, method: bytes = b"POST", timeout: float =
     return response
 
 
-def exchange(port: int, request: bytes, timeout: float = 15.0) -> RawResponse | None:
-    """Send raw request bytes on a new connection and read the response."""
+def exchange(port: int, request: bytes, timeout: float = 15.0, stream_wait: float = 0.3) -> RawResponse | None:
+    """Send raw request bytes on a new connection and read the response (an event stream: see `read_response`)."""
     method = request.split(b" ", 1)[0] or b"GET"
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(request)
-        return read_response(sock, method, timeout)
+        return read_response(sock, method, timeout, stream_wait)
 
 
 def http_request(method: str, target: str, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:

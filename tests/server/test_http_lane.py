@@ -56,7 +56,9 @@ def _call(request_id: Any, name: str, arguments: Any, meta: dict[str, Any] | Non
 
 
 def _post(port: int, body: bytes, headers: list[tuple[str, str]], timeout: float = 30.0) -> RawResponse:
-    response = exchange(port, http_request("POST", MCP_PATH, headers, body), timeout)
+    """The whole answer to a POST: an event stream is read until the server ends it after the answer (both paths
+    do), however long a busy machine leaves between its events."""
+    response = exchange(port, http_request("POST", MCP_PATH, headers, body), timeout, stream_wait=timeout)
     assert response is not None, "the server closed the connection without answering"
     return response
 
