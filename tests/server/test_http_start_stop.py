@@ -1,6 +1,7 @@
 """The start and stop of `tooldeck serve --http`: the "serving" line comes once uvicorn has started, so a SIGTERM
 right after it gets the graceful shutdown (before, on a busy machine, it could cancel uvicorn's startup half-way
-and end the serve with a logged traceback); a stop asked before the server exists still stops it."""
+and end the serve with a logged traceback); a stop asked before the server exists still stops it, with no
+"serving" line."""
 
 from __future__ import annotations
 
@@ -45,11 +46,14 @@ def test_a_stop_asked_before_the_server_exists_still_stops_it(tmp_path: Path) ->
     sock = bind_socket(HttpAddress("127.0.0.1", 0))
     mcp._stop_http()  # Ctrl-C while the home was still opening: no uvicorn server yet
     assert mcp.http_server is None
-    thread = threading.Thread(target=anyio.run, args=(mcp.serve_http, sock, HttpGuard.build("127.0.0.1")))
+    announced: list[bool] = []
+    thread = threading.Thread(target=anyio.run, args=(mcp.serve_http, sock, HttpGuard.build("127.0.0.1"),
+                                                      lambda: announced.append(True)))
     thread.start()
     try:
         thread.join(30)
         assert not thread.is_alive(), "a stop asked before serve_http began was lost: the server runs on"
+        assert announced == []  # a server on its way out does not say it serves
     finally:
         if mcp.http_server is not None:
             mcp.http_server.should_exit = True

@@ -439,7 +439,7 @@ def _announcing_server_class() -> type[Any]:
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            if self.started and self.on_ready is not None:
+            if self.started and not self.should_exit and self.on_ready is not None:  # not when stopping already
                 self.on_ready()
 
     return AnnouncingServer
