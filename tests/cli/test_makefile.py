@@ -77,7 +77,7 @@ def test_make_test_runs_the_suite_on_pytest_xdist_workers(tmp_path: Path, settin
     plan = subprocess.run([*args, *([setting] if setting else [])], capture_output=True, text=True, timeout=60,
                           check=True).stdout
     [pytest_line] = [line for line in plan.splitlines() if "-m pytest" in line]
-    assert pytest_line.endswith(f"-m pytest -n {workers}"), pytest_line
+    assert pytest_line.endswith(f"-m pytest -n {workers} --dist loadfile"), pytest_line
 
 
 def test_a_missing_node_skips_under_plain_pytest_and_fails_under_make_test(monkeypatch: pytest.MonkeyPatch) -> None:
