@@ -17,7 +17,8 @@ How a request finds its call: the SDK runs the callback in the context of the ca
 the call). Over stdio with the handshake protocol nothing on the wire links the request to a call, so it
 goes to the only call in flight on that connection; with several in flight it is refused as ambiguous
 rather than sent to the wrong client. Progress is per call in every case (the SDK's per-request
-progress callback), logging goes to the call's peer or, with none, to tooldeck's log.
+progress callback, kept in order before the call's result by `progress_relay.py`), logging goes to the
+call's peer or, with none, to tooldeck's log.
 """
 
 from __future__ import annotations
@@ -199,20 +200,6 @@ class ConnectionCallbacks:
             await peer.log_message(params)
         except Exception as exc:  # the client went away; notifications are best-effort
             log.debug("log message of %s not relayed: %s", self.server, exc)
-
-
-def progress_callback(peer: Peer | None) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
-    """The per-call progress callback handed to the SDK: the upstream token is the SDK's, the peer maps it."""
-    if peer is None:
-        return None
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        try:
-            await peer.progress(progress, total, message)
-        except Exception as exc:  # best-effort, as the notification itself
-            log.debug("progress not relayed: %s", exc)
-
-    return on_progress
 
 
 async def forward_log_level(states: list[Any], level: str) -> list[str]:
