@@ -9,21 +9,47 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import h11
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+if TYPE_CHECKING:
+    from tooldeck.server.mcp_server import TooldeckMCPServer
+
 TOOLDECK = str(Path(sys.executable).with_name("tooldeck"))
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30.0
+
+
+@contextmanager
+def serving_in_thread(mcp: TooldeckMCPServer, on_ready: Callable[[], None] | None = None
+                      ) -> Iterator[tuple[threading.Thread, str]]:
+    """`mcp.serve_http` on a loopback port in a thread of this process (to look inside the server); yields the
+    thread and the endpoint URL. At the end the server is asked to stop, and its socket and runtime are closed."""
+    from tooldeck.server.address import HttpAddress, bind_socket
+    from tooldeck.server.security import HttpGuard
+
+    sock = bind_socket(HttpAddress("127.0.0.1", 0))
+    thread = threading.Thread(target=anyio.run, args=(mcp.serve_http, sock, HttpGuard.build("127.0.0.1"), on_ready))
+    thread.start()
+    try:
+        yield thread, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        if mcp.http_server is not None:
+            mcp.http_server.should_exit = True
+        thread.join(30)
+        sock.close()
+        mcp.runtime.close()
 
 
 @dataclass

@@ -5,15 +5,11 @@ and end the serve with a logged traceback); a stop asked before the server exist
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
-import anyio
-
+from tests.server.support import serving_in_thread
 from tooldeck.runtime import Runtime
-from tooldeck.server.address import HttpAddress, bind_socket
 from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
-from tooldeck.server.security import HttpGuard
 
 
 def _server(tmp_path: Path) -> TooldeckMCPServer:
@@ -22,7 +18,6 @@ def _server(tmp_path: Path) -> TooldeckMCPServer:
 
 def test_ready_is_announced_once_uvicorn_has_started(tmp_path: Path) -> None:
     mcp = _server(tmp_path)
-    sock = bind_socket(HttpAddress("127.0.0.1", 0))
     seen: list[bool] = []
 
     def ready() -> None:
@@ -30,33 +25,18 @@ def test_ready_is_announced_once_uvicorn_has_started(tmp_path: Path) -> None:
         seen.append(mcp.http_server is not None and mcp.http_server.started)
         mcp.http_server.should_exit = True
 
-    thread = threading.Thread(target=anyio.run, args=(mcp.serve_http, sock, HttpGuard.build("127.0.0.1"), ready))
-    thread.start()
-    try:
+    with serving_in_thread(mcp, ready) as (thread, _url):
         thread.join(30)
         assert not thread.is_alive(), "the server did not stop after its ready callback asked it to"
         assert seen == [True]
-    finally:
-        sock.close()
-        mcp.runtime.close()
 
 
 def test_a_stop_asked_before_the_server_exists_still_stops_it(tmp_path: Path) -> None:
     mcp = _server(tmp_path)
-    sock = bind_socket(HttpAddress("127.0.0.1", 0))
     mcp._stop_http()  # Ctrl-C while the home was still opening: no uvicorn server yet
     assert mcp.http_server is None
     announced: list[bool] = []
-    thread = threading.Thread(target=anyio.run, args=(mcp.serve_http, sock, HttpGuard.build("127.0.0.1"),
-                                                      lambda: announced.append(True)))
-    thread.start()
-    try:
+    with serving_in_thread(mcp, lambda: announced.append(True)) as (thread, _url):
         thread.join(30)
         assert not thread.is_alive(), "a stop asked before serve_http began was lost: the server runs on"
         assert announced == []  # a server on its way out does not say it serves
-    finally:
-        if mcp.http_server is not None:
-            mcp.http_server.should_exit = True
-        thread.join(30)
-        sock.close()
-        mcp.runtime.close()

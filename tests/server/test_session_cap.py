@@ -4,23 +4,19 @@ room, sessions in use are never taken, and a newcomer is refused only when every
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import anyio
 import httpx
 import orjson
 import pytest
 
-from tests.server.support import Served, http_server, write_serve_config
+from tests.server.support import Served, http_server, serving_in_thread, write_serve_config
 from tooldeck.runtime import Runtime
-from tooldeck.server.address import HttpAddress, bind_socket
 from tooldeck.server.config import ServeConfig
 from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
-from tooldeck.server.security import HttpGuard
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -120,11 +116,7 @@ def test_an_evicted_session_leaves_the_registry_too(tmp_path: Path) -> None:
     """In process (to look inside): tooldeck's own per-session state goes with the SDK session."""
     mcp = TooldeckMCPServer(Runtime(tmp_path, profile={"loading": "eager"}),
                             ServeOptions(watch_interval_s=None, limits=ServeConfig(max_sessions=2)))
-    sock = bind_socket(HttpAddress("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    thread = threading.Thread(target=anyio.run, args=(mcp.serve_http, sock, HttpGuard.build("127.0.0.1")))
-    thread.start()
-    try:
+    with serving_in_thread(mcp) as (_thread, url):
         assert wait_for(lambda: mcp.http_server is not None and mcp.http_server.started)
         sids = [open_session(url) for _ in range(2)]
         assert all(rolled(url, sid) for sid in sids)
@@ -132,9 +124,3 @@ def test_an_evicted_session_leaves_the_registry_too(tmp_path: Path) -> None:
         newest = open_session(url)
         assert rolled(url, newest)
         assert set(mcp.registry.sessions) == {sids[1], newest}
-    finally:
-        if mcp.http_server is not None:
-            mcp.http_server.should_exit = True
-        thread.join(30)
-        sock.close()
-        mcp.runtime.close()
