@@ -40,10 +40,11 @@ def serving_in_thread(mcp: TooldeckMCPServer, on_ready: Callable[[], None] | Non
     from tooldeck.server.security import HttpGuard
 
     sock = bind_socket(HttpAddress("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"  # before the start: a stopped server closes its socket
     thread = threading.Thread(target=anyio.run, args=(mcp.serve_http, sock, HttpGuard.build("127.0.0.1"), on_ready))
     thread.start()
     try:
-        yield thread, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        yield thread, url
     finally:
         if mcp.http_server is not None:
             mcp.http_server.should_exit = True
