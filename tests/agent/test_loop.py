@@ -244,8 +244,10 @@ async def test_a_catalog_change_gives_the_next_turn_new_tools(rt: tooldeck.Runti
 
 
 async def test_background_reports_reach_the_next_turn(rt: tooldeck.Runtime, mock_provider: MockProvider) -> None:
+    # The task outlives the second turn, so the loop has to wait for its report (a bare `echo` could finish, on a
+    # busy machine, before the first turn's results are put together, and its report ride with them instead).
     mock_provider.script(
-        chat.stream(calls=[("b1", "background_command", '{"command": "echo built-ok"}')]),
+        chat.stream(calls=[("b1", "background_command", '{"command": "sleep 2; echo built-ok"}')]),
         chat.stream("I will wait for the build."),
         chat.stream("The build printed built-ok."))
     result = await rt.agent(model(mock_provider), background_wait=30).run("build in the background")
