@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+
+from tooldeck.sources.mcp.callbacks import Peer
 
 log = logging.getLogger("tooldeck.mcp")
 
@@ -24,17 +25,13 @@ PROGRESS_SEND_S = 2.0
 call's progress) is dropped."""
 
 
-class ProgressPeer(Protocol):
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
-
-
 class ProgressRelay:
     """One call's progress callback: relays each notification to `peer` after the previous one, and `drain`
     waits for them all."""
 
     __slots__ = ("_last", "_peer", "_stuck")
 
-    def __init__(self, peer: ProgressPeer) -> None:
+    def __init__(self, peer: Peer) -> None:
         self._peer = peer
         self._last: asyncio.Future[None] | None = None
         """Done once the latest notification so far was relayed (or dropped)."""
