@@ -98,11 +98,32 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGINT ignored (a background job of a shell): SIGTERM still stops the server
 
 
+class _StartingSigterm:
+    """A SIGTERM while serve starts (imports, opening the home) is kept until start-up is over: raised there, the
+    KeyboardInterrupt could land inside a library building its models (pydantic turns it into a SchemaError) and
+    end the serve with a traceback and exit 1 instead of quietly."""
+
+    asked = False
+
+    @classmethod
+    def keep(cls, signum: int, frame: FrameType | None) -> None:
+        cls.asked = True
+
+
+def _sigterm_stops_now() -> None:
+    """Start-up is over: a SIGTERM kept during it stops the serve now (exit 0), a later one at once."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    if _StartingSigterm.asked:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def _stop_on_sigterm() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so both take the same way out. uvicorn replaces the
-    handler while it serves and, after its graceful shutdown, raises the signal again: it lands here."""
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so both take the same way out (kept until start-up is
+    over: `_StartingSigterm`). uvicorn replaces the handler while it serves and, after its graceful shutdown,
+    raises the signal again: it lands here."""
+    _StartingSigterm.asked = False
+    previous = signal.signal(signal.SIGTERM, _StartingSigterm.keep)
     # A background job of a non-interactive shell starts with SIGINT ignored; asyncio's runner then leaves
     # SIGINT alone and SIGTERM would have no orderly path. Serve takes Ctrl-C as its documented stop.
     ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
@@ -157,6 +178,7 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
     started()
     mcp = TooldeckMCPServer(runtime, ServeOptions(scene=cast(Scene, scene), limits=settings))
     try:
+        _sigterm_stops_now()
         if address is None:
             typer.echo(f"tooldeck serving MCP on stdio (home {runtime.home})", err=True)
             mcp.run_stdio_blocking(schedules=schedules)
