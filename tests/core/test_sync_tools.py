@@ -286,7 +286,9 @@ def test_a_tool_that_runs_short_again_gets_its_window_back(tmp_path):
     inv = rt.invocation()
     call = [{"id": "a", "name": "sometimes_slow", "arguments": {}}]
     slow.set()
-    assert inv.run(call)[0].content == "ok"
+    deadline = time.monotonic() + DEADLINE_S
+    while handoff.wants_window(fn) and time.monotonic() < deadline:  # one slow call suffices, unless the caller
+        assert inv.run(call)[0].content == "ok"                       # was descheduled for the whole 10 ms
     assert not handoff.wants_window(fn)
     slow.clear()
     deadline = time.monotonic() + DEADLINE_S
