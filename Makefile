@@ -41,10 +41,9 @@ run: $(STAMP)
 # TOOLDECK_REQUIRE_NODE=1: a test that needs Node (server-everything, the conformance kit) fails instead of
 # skipping, so a green `make test` means the whole suite ran. Plain `pytest` may still skip them.
 # TEST_WORKERS: pytest-xdist workers (--dist loadfile: a file's tests on one worker, so a module-scoped server
-# starts once). `make test TEST_WORKERS=4` takes the suite from 16-19 to 7-9 minutes on two cores, but the load
-# still trips a few tests that assume a quiet machine (about one run in three), so the default stays one process
-# until they are hardened.
-TEST_WORKERS ?= 0
+# starts once). Four take the suite from 16-19 minutes in one process to 8-9 on two cores (most tests wait on the
+# processes they start; past four the suite is CPU-bound). TEST_WORKERS=0: one process, as plain pytest.
+TEST_WORKERS ?= 4
 test: $(STAMP) node-tools
 	$(BIN)/ruff check src tests bench
 	TOOLDECK_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile

@@ -71,7 +71,7 @@ def test_make_test_installs_the_node_tools_and_runs_pytest_requiring_them(tmp_pa
     assert lines[pytest_line].startswith("TOOLDECK_REQUIRE_NODE=1 ")
 
 
-@pytest.mark.parametrize(("setting", "workers"), [(None, "0"), ("TEST_WORKERS=4", "4"), ("TEST_WORKERS=8", "8")])
+@pytest.mark.parametrize(("setting", "workers"), [(None, "4"), ("TEST_WORKERS=0", "0"), ("TEST_WORKERS=8", "8")])
 def test_make_test_runs_the_suite_on_pytest_xdist_workers(tmp_path: Path, setting: str | None, workers: str) -> None:
     args = ["make", "-n", "-C", str(ROOT), "test", f"VENV={tmp_path / 'venv'}", f"PYTHON={sys.executable}"]
     plan = subprocess.run([*args, *([setting] if setting else [])], capture_output=True, text=True, timeout=60,
