@@ -31,7 +31,9 @@ def _wait_for_reports(shell: Shell, count: int, timeout: float = 5.0) -> None:
 
 
 def test_error_line_gives_an_early_report_then_a_final_one(shell: Shell) -> None:
-    started = shell.call("echo building; echo 'Error: missing semicolon' >&2; sleep 0.6; echo finished; exit 2",
+    # the task finishes only once the test writes output/go: the early report is checked while it surely runs
+    started = shell.call("echo building; echo 'Error: missing semicolon' >&2; "
+                         "until [ -f output/go ]; do sleep 0.02; done; echo finished; exit 2",
                          name="background_command", objective="build the site", next="fix the error if any")
     assert not started.is_error, started.content
     task_id = started.structured["task_id"]
@@ -43,6 +45,7 @@ def test_error_line_gives_an_early_report_then_a_final_one(shell: Shell) -> None
     assert "Error: missing semicolon" in early[0].text and "still running" in early[0].text
     assert shell.invocation.run_state.state[STATE_KEY].get(task_id).status == "running"
 
+    (shell.ws / "output" / "go").write_text("")
     _wait_done(shell, [task_id])
     final = pending_reports(shell.invocation)
     assert [r.kind for r in final] == ["final"]
@@ -58,8 +61,9 @@ def test_a_group_started_in_one_turn_reports_once(shell: Shell) -> None:
     calls = [{"id": "b1", "name": "background_command",
               "arguments": {"command": "sleep 0.2; echo first > output/first.txt", "objective": "two jobs"}},
              {"id": "b2", "name": "background_command",
-              # ends after the first whichever task's worker starts first (a worker may take ~0.3 s to start)
-              "arguments": {"command": "until [ -f output/first.txt ]; do sleep 0.05; done; sleep 0.3; echo second",
+              # ends after the first, once the test has seen the first alone and writes output/go
+              "arguments": {"command": "until [ -f output/first.txt ] && [ -f output/go ]; do sleep 0.02; done; "
+                                       "echo second",
                             "next": "merge the results"}}]
     results = shell.invocation.run(calls)
     ids = [r.structured["task_id"] for r in results]
@@ -67,6 +71,7 @@ def test_a_group_started_in_one_turn_reports_once(shell: Shell) -> None:
     _wait_done(shell, ids[:1])
     time.sleep(0.05)
     assert pending_reports(shell.invocation, drain=False) == []  # the first alone does not report
+    (shell.ws / "output" / "go").write_text("")
     _wait_done(shell, ids)
     reports = pending_reports(shell.invocation)
     assert len(reports) == 1 and reports[0].kind == "final"
