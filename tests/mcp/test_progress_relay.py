@@ -75,3 +75,31 @@ async def test_a_client_that_never_takes_progress_holds_the_result_back_only_so_
     assert client.seen == ["result"]
     await relay(5.0, 5.0, "late")  # the relay stays quiet for this call
     assert client.seen == ["result"]
+
+
+async def test_a_slow_client_holds_the_result_back_only_so_long_however_much_progress_is_queued(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each send is under the per-send bound, but 200 of them would hold the result for 200 × 0.05 s = 10 s.
+    monkeypatch.setattr(progress_relay, "PROGRESS_SEND_S", 0.2)
+    client = Client([0.05] * 200)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await _relay_call(ProgressRelay(client), client, 200)
+    assert loop.time() - started < 1.5
+    sent = [int(s.split()[1]) for s in client.seen[:-1]]
+    assert client.seen[-1] == "result" and sent == sorted(sent) and 0 < len(sent) < 200  # in order, the rest dropped
+
+
+async def test_a_flood_of_progress_queues_a_bounded_number_and_keeps_the_latest() -> None:
+    client = Client([0.05] + [0.0] * 10_000)
+    relay = ProgressRelay(client)
+    tasks = [asyncio.get_running_loop().create_task(relay(float(i), 10_000.0, None)) for i in range(1, 10_001)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    # the notifications that arrived while the first was being sent do not each wait in a task of their own
+    assert sum(not task.done() for task in tasks) <= 1
+    await relay.drain()
+    await asyncio.gather(*tasks)
+    sent = [int(s.split()[1]) for s in client.seen]
+    assert sent[0] == 1 and sent[-1] == 10_000 and sent == sorted(sent)
+    assert len(sent) <= 1 + progress_relay.MAX_QUEUED
