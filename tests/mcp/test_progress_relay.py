@@ -103,3 +103,17 @@ async def test_a_flood_of_progress_queues_a_bounded_number_and_keeps_the_latest(
     sent = [int(s.split()[1]) for s in client.seen]
     assert sent[0] == 1 and sent[-1] == 10_000 and sent == sorted(sent)
     assert len(sent) <= 1 + progress_relay.MAX_QUEUED
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.0005, 0.002]), min_size=1, max_size=60), st.integers(1, 6))
+def test_past_the_queue_bound_the_client_gets_the_latest_in_order(delays: list[float], bound: int) -> None:
+    client = Client(delays)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(progress_relay, "MAX_QUEUED", bound)
+        relay = ProgressRelay(client)
+        asyncio.run(_relay_call(relay, client, len(delays)))
+    sent = [int(s.split()[1]) for s in client.seen[:-1]]
+    assert client.seen[-1] == "result"
+    assert sent == sorted(set(sent)) and sent[0] == 1 and sent[-1] == len(delays)
+    assert len(sent) + relay.dropped == len(delays) and len(sent) <= 1 + bound
