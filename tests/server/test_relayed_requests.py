@@ -181,6 +181,30 @@ async def test_progress_is_not_sent_to_a_call_without_a_token(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_calls_log_messages_and_progress_reach_the_client_in_the_servers_order(tmp_path: Path,
+                                                                                      transport: str) -> None:
+    got: list[str] = []
+
+    class Seen(Downstream):
+        async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
+            got.append(str(params.data))
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        got.append(str(message))
+
+    async with _client(_home(tmp_path), transport, Seen()) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level("info")
+        result = await client.call_tool("mcp__fx__narrated", {"count": 25}, progress_callback=on_progress)
+        assert _text(result) == "narrated"
+        with anyio.fail_after(DEADLINE_S):
+            while len(got) < 50:
+                await anyio.sleep(0.02)
+    assert got == [text for i in range(1, 26) for text in (f"line {i}", f"step {i}")]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_log_messages_reach_the_client_at_the_level_it_set(tmp_path: Path, transport: str) -> None:
     seen = Downstream()
     async with _client(_home(tmp_path), transport, seen) as client:

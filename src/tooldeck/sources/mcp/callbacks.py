@@ -17,8 +17,8 @@ How a request finds its call: the SDK runs the callback in the context of the ca
 the call). Over stdio with the handshake protocol nothing on the wire links the request to a call, so it
 goes to the only call in flight on that connection; with several in flight it is refused as ambiguous
 rather than sent to the wrong client. Progress is per call in every case (the SDK's per-request
-progress callback, kept in order before the call's result by `progress_relay.py`), logging goes to the
-call's peer or, with none, to tooldeck's log.
+progress callback), logging goes to the call's peer or, with none, to tooldeck's log; a call's progress and
+log messages reach its peer in order and before the call's result (`call_notifications.py`).
 """
 
 from __future__ import annotations

@@ -29,14 +29,14 @@ from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tooldeck.sources.mcp import listing
+from tooldeck.sources.mcp.call_notifications import CallNotifications
 from tooldeck.sources.mcp.callbacks import ConnectionCallbacks, McpCallbacks, Peer
 from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import STDERR_READ_BYTES, Evidence, last_lines
 from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Stage, Target, describe
 from tooldeck.sources.mcp.output_check import OutputChecks
-from tooldeck.sources.mcp.progress_relay import ProgressRelay
-from tooldeck.sources.mcp.raw_relay import RawChannel, RawTransport
+from tooldeck.sources.mcp.raw_relay import ProgressFn, RawChannel, RawTransport
 from tooldeck.sources.mcp.transport import open_transport, raw_line
 
 log = logging.getLogger("tooldeck.mcp")
@@ -247,18 +247,18 @@ class ServerConnection:
         level = getattr(peer, "upstream_log_level", None)
         meta: Any = ({LOG_LEVEL_META_KEY: level}
                      if level is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS else None)
-        with self.callbacks.call(peer):
-            on_progress = ProgressRelay(peer)
+        notifications = CallNotifications(peer)  # the call's progress and log messages, in order and bounded
+        with self.callbacks.call(notifications):
             if channel is None:
                 result = await client.call_tool(name, arguments, read_timeout_seconds=timeout,
-                                                progress_callback=on_progress, meta=meta)
+                                                progress_callback=notifications.progress, meta=meta)
             else:
-                result = await self._relay(client, channel, name, arguments, timeout, meta, on_progress)
-            await on_progress.drain()  # the client sees the progress the server sent before the result, in order
+                result = await self._relay(client, channel, name, arguments, timeout, meta, notifications.progress)
+            await notifications.drain()  # the client sees what the server sent before the result, in order
             return result
 
     async def _relay(self, client: Client, channel: RawChannel, name: str, arguments: dict[str, Any],
-                     timeout: float, meta: Any, on_progress: ProgressRelay | None) -> types.CallToolResult:
+                     timeout: float, meta: Any, on_progress: ProgressFn | None) -> types.CallToolResult:
         """A call on the raw channel (`raw_relay.py`; served, or the library's): one validation of the result into
         the model the content mapping reads, and the output-schema check the SDK client makes. A 2026-07-28
         header mismatch (the SDK re-lists and resends) or an `InputRequiredResult` (the SDK's driver asks the

@@ -135,7 +135,7 @@ class RawChannel:
         on_progress = self._progress.get(token) if isinstance(token, str) else None
         if on_progress is None:
             return False
-        # A task, as the SDK does: a slow client must not stop the read loop (the callback, progress_relay.py,
+        # A task, as the SDK does: a slow client must not stop the read loop (the callback, call_notifications.py,
         # keeps a call's progress in order and before its result).
         asyncio.get_running_loop().create_task(
             _report(on_progress, params.get("progress"), params.get("total"), params.get("message")))
