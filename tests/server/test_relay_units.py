@@ -3,6 +3,8 @@ log-level filter. Any `_meta` shape is read without raising; only a string or in
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -10,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_types import LOG_LEVEL_META_KEY
 
+from tooldeck.runtime import Runtime
 from tooldeck.server.relay_requests import LEVELS, exchange_event, progress_token, request_log_level
+from tooldeck.server.upstream import UpstreamRelay
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
@@ -75,3 +79,43 @@ def test_a_refused_request_is_recorded_with_its_code() -> None:
                      "request": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
                                  "maxTokens": 5},
                      "error": {"code": types.INVALID_REQUEST, "message": "no", "data_code": "serve.capability_missing"}}
+
+
+class _SlowSubscriber:
+    """A subscribed client slow to take `resources/updated` (each send waits for `release`)."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.sends: list[str] = []
+        self.in_flight = 0
+        self.peak = 0
+
+    async def send_resource_updated(self, uri: str) -> None:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await self.release.wait()
+            self.sends.append(uri)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_a_flood_of_resource_updates_costs_one_pending_send_and_the_last_one_is_told(tmp_path: Path) -> None:
+    relay = UpstreamRelay(Runtime(tmp_path, builtins=[], records=False))
+    slow, quick = _SlowSubscriber(), _SlowSubscriber()
+    quick.release.set()
+    key = ("fx", "file:///a")
+    relay.subscribers[key] = {("s1", "file:///a"): slow, ("s2", "file:///a"): quick}
+    updated = relay._updated(key)  # what the upstream subscription calls for each notification
+    for _ in range(1_000):
+        updated("file:///a")
+        await asyncio.sleep(0)
+    assert slow.peak == 1 and len(relay._pending) <= 2
+    slow.release.set()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    # the slow client hears of the first update and once more of those that came while it was told of it
+    assert slow.sends == ["file:///a", "file:///a"]
+    assert 2 <= len(quick.sends) <= 1_000 and quick.peak == 1
+    assert relay._pending == set() and relay._in_flight == {}
+    relay.runtime.close()

@@ -76,6 +76,8 @@ class UpstreamRelay:
         self.own_results = OwnResults()
         self._callbacks: dict[tuple[str, str], Callable[[str], None]] = {}
         self._pending: set[asyncio.Future[Any]] = set()
+        self._in_flight: dict[tuple[tuple[str, str], tuple[str | None, str]], bool] = {}
+        """(key, subscriber) -> whether another update came while its `resources/updated` was being sent."""
         self.subscribers: dict[tuple[str, str], dict[tuple[str | None, str], Any]] = {}
         """(server, upstream URI) -> {(session key, URI as the client subscribed to it): the session to notify}"""
 
@@ -221,16 +223,33 @@ class UpstreamRelay:
         return updated
 
     def _notify(self, key: tuple[str, str]) -> None:
+        """Tell each subscriber of `key`. One `resources/updated` at a time per subscriber: an update that comes
+        while one is being sent is told once more after it (it carries nothing but the URI), so a server that
+        floods updates at a slow client costs one pending send, and the client still hears of the last one."""
         for subscriber, notifier in list(self.subscribers.get(key, {}).items()):
-            task = asyncio.ensure_future(notifier.send_resource_updated(subscriber[1]))
-            self._pending.add(task)
-            task.add_done_callback(lambda t, s=subscriber: self._sent(key, s, t))
+            slot = (key, subscriber)
+            if slot in self._in_flight:
+                self._in_flight[slot] = True
+            else:
+                self._send_update(slot, notifier)
 
-    def _sent(self, key: tuple[str, str], subscriber: tuple[str | None, str], future: Any) -> None:
+    def _send_update(self, slot: tuple[tuple[str, str], tuple[str | None, str]], notifier: Any) -> None:
+        self._in_flight[slot] = False
+        task = asyncio.ensure_future(notifier.send_resource_updated(slot[1][1]))
+        self._pending.add(task)
+        task.add_done_callback(lambda t: self._sent(slot, t))
+
+    def _sent(self, slot: tuple[tuple[str, str], tuple[str | None, str]], future: Any) -> None:
         self._pending.discard(future)
+        key, subscriber = slot
+        again = self._in_flight.pop(slot, False)
         if not future.cancelled() and future.exception() is not None:  # that client went away
             logger.debug("resources/updated to session %s dropped: %s", subscriber[0], future.exception())
             self.subscribers.get(key, {}).pop(subscriber, None)
+            return
+        notifier = self.subscribers.get(key, {}).get(subscriber)
+        if again and notifier is not None:
+            self._send_update(slot, notifier)
 
     # -- routing ----------------------------------------------------------------------------------
     async def _route_uri(self, uri: str) -> tuple[str, str]:
