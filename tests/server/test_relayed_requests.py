@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.server.support import http_server, stdio_params
 from tooldeck.records.store import SqliteRecorder
+from tooldeck.sources.mcp.callbacks import MAX_REQUESTS_WAITING, TOO_MANY_REQUESTS
 
 FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "fixtures" / "fixture_server.py"
 DEADLINE_S = 30
@@ -202,6 +203,36 @@ async def test_a_calls_log_messages_and_progress_reach_the_client_in_the_servers
             while len(got) < 50:
                 await anyio.sleep(0.02)
     assert got == [text for i in range(1, 26) for text in (f"line {i}", f"step {i}")]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_call_gets_at_most_eight_requests_to_the_client_at_once(tmp_path: Path, transport: str) -> None:
+    refusals = tmp_path / "refusals"
+    refusals.touch()
+    waiting: list[int] = [0, 0]  # now, peak
+    released = anyio.Event()
+
+    class Holding(Downstream):
+        async def sampling(self, ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+            waiting[0] += 1
+            waiting[1] = max(waiting)
+            try:  # the answers wait until all the accepted requests are here and the rest were refused
+                with anyio.move_on_after(DEADLINE_S):
+                    while not released.is_set():
+                        if (waiting[0] >= MAX_REQUESTS_WAITING
+                                and len(refusals.read_text().splitlines()) >= 20 - MAX_REQUESTS_WAITING):
+                            released.set()
+                        await anyio.sleep(0.01)
+            finally:
+                waiting[0] -= 1
+            return await super().sampling(ctx, params)
+
+    async with _client(_home(tmp_path), transport, Holding()) as client:
+        result = await client.call_tool("mcp__fx__ask_model_many", {"count": 20, "refusals": str(refusals)})
+    words = _text(result).split()  # "echo q3" for an answer, the refusal's code for a refusal
+    assert waiting[1] == MAX_REQUESTS_WAITING
+    assert words.count(TOO_MANY_REQUESTS) == 20 - MAX_REQUESTS_WAITING
+    assert words.count("echo") == MAX_REQUESTS_WAITING
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

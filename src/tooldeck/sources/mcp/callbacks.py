@@ -44,6 +44,13 @@ CALLBACK_MISSING = "mcp.callback_missing"
 """The library host set no callback for this request (`McpCallbacks`)."""
 REQUEST_UNROUTED = "mcp.request_unrouted"
 """Several calls are in flight on a connection whose wire does not say which one a request belongs to."""
+TOO_MANY_REQUESTS = "mcp.too_many_requests"
+"""A call's server already has MAX_REQUESTS_WAITING requests waiting for an answer."""
+
+MAX_REQUESTS_WAITING = 8
+"""Requests (sampling, elicitation, roots) one call's server may have waiting for an answer at once; past that they
+are refused, so a server cannot flood the client in front (a person asked to answer, a model that costs) or pile
+up tasks. Without a call's peer (the library host's callbacks) the count is per connection."""
 
 
 class Peer(Protocol):
@@ -123,6 +130,8 @@ class ConnectionCallbacks:
         self.active: dict[int, Peer] = {}
         """Peers of the calls in flight on this connection, by registration number."""
         self._keys = itertools.count()
+        self._waiting: dict[int, int] = {}
+        """Requests waiting for an answer, by `id` of the peer answering them (0: the host's callbacks)."""
 
     @contextmanager
     def call(self, peer: Peer | None) -> Iterator[None]:
@@ -156,40 +165,46 @@ class ConnectionCallbacks:
                        "at a time, or serve it over streamable HTTP", REQUEST_UNROUTED)
 
     async def sampling(self, _ctx: Any, params: types.CreateMessageRequestParams) -> Any:
-        peer = self._peer()
-        if isinstance(peer, str):
-            return self._ambiguous("sampling/createMessage")
-        if peer is not None:
-            return await peer.sampling(params)
-        fn = self.host().sampling
-        if fn is None:
-            return refusal(self.server, "sampling/createMessage",
-                           "the host set no sampling callback (McpCallbacks.sampling; capability `sampling` missing)")
-        return await fn(params)
+        return await self._answer("sampling/createMessage", lambda peer: peer.sampling(params), "sampling",
+                                  "the host set no sampling callback (McpCallbacks.sampling; capability `sampling` "
+                                  "missing)", lambda fn: fn(params))
 
     async def elicitation(self, _ctx: Any, params: types.ElicitRequestParams) -> Any:
-        peer = self._peer()
-        if isinstance(peer, str):
-            return self._ambiguous("elicitation/create")
-        if peer is not None:
-            return await peer.elicitation(params)
-        fn = self.host().elicitation
-        if fn is None:
-            return refusal(self.server, "elicitation/create", "the host set no elicitation callback "
-                           "(McpCallbacks.elicitation; capability `elicitation` missing)")
-        return await fn(params)
+        return await self._answer("elicitation/create", lambda peer: peer.elicitation(params), "elicitation",
+                                  "the host set no elicitation callback (McpCallbacks.elicitation; capability "
+                                  "`elicitation` missing)", lambda fn: fn(params))
 
     async def roots(self, _ctx: Any) -> Any:
+        return await self._answer("roots/list", lambda peer: peer.roots(), "roots",
+                                  "the host set no roots callback (McpCallbacks.roots; capability `roots` missing)",
+                                  lambda fn: fn())
+
+    async def _answer(self, what: str, ask_peer: Callable[[Peer], Awaitable[Any]], host_entry: str, missing: str,
+                      ask_host: Callable[[Any], Awaitable[Any]]) -> Any:
+        """The request goes to the call's peer, else the host's callback; refused when neither can take it."""
         peer = self._peer()
         if isinstance(peer, str):
-            return self._ambiguous("roots/list")
-        if peer is not None:
-            return await peer.roots()
-        fn = self.host().roots
-        if fn is None:
-            return refusal(self.server, "roots/list",
-                           "the host set no roots callback (McpCallbacks.roots; capability `roots` missing)")
-        return await fn()
+            return self._ambiguous(what)
+        fn = None
+        if peer is None:
+            fn = getattr(self.host(), host_entry)
+            if fn is None:
+                return refusal(self.server, what, missing)
+        owner = id(peer) if peer is not None else 0
+        waiting = self._waiting.get(owner, 0)
+        if waiting >= MAX_REQUESTS_WAITING:
+            return refusal(self.server, what, f"{waiting} requests from it are already waiting for an answer "
+                           f"(at most {MAX_REQUESTS_WAITING} at once); ask again once they are answered",
+                           TOO_MANY_REQUESTS)
+        self._waiting[owner] = waiting + 1
+        try:
+            return await (ask_peer(peer) if peer is not None else ask_host(fn))
+        finally:
+            left = self._waiting[owner] - 1
+            if left:
+                self._waiting[owner] = left
+            else:
+                del self._waiting[owner]
 
     async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
         peer = self._peer()
