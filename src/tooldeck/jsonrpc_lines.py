@@ -24,6 +24,14 @@ class LineMessages:
         self._buffer = bytearray()
         self._scanned = 0
         self._closed = False
+        self._ended = False
+
+    def _line_limit(self) -> int | None:
+        """The most bytes a line may have; past it (no newline yet) `_over_limit` and the stream ends. None: any."""
+        return None
+
+    def _over_limit(self, size: int) -> None:
+        """The source wrote `size` bytes of one line, over `_line_limit()` (they are dropped, and the stream ends)."""
 
     async def _chunk(self) -> bytes:
         """The next bytes, b"" at the end of the source."""
@@ -36,10 +44,19 @@ class LineMessages:
     async def receive(self) -> SessionMessage | Exception:
         if self._closed:
             raise anyio.ClosedResourceError
+        if self._ended:
+            raise anyio.EndOfStream
         buffer = self._buffer
         while True:
             end = buffer.find(b"\n", self._scanned)
             if end < 0:
+                limit = self._line_limit()
+                if limit is not None and len(buffer) > limit:
+                    self._ended = True
+                    self._over_limit(len(buffer))
+                    buffer.clear()
+                    self._scanned = 0
+                    raise anyio.EndOfStream
                 self._scanned = len(buffer)
                 chunk = await self._chunk()
                 if chunk:

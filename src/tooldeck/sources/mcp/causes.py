@@ -184,6 +184,13 @@ def not_mcp(f: Facts) -> Said:
             "`/mcp`), not a web page.")
 
 
+def line_too_long(f: Facts) -> Said:
+    return (f"wrote a line of more than {f.evidence.line_too_long} bytes on stdout without its end (a message "
+            "that large, or output that is not MCP), so tooldeck closed the connection",
+            f"Check what the server writes on stdout (it must log to stderr); run its `command` and `args` from "
+            f"{_where(f)} in a terminal to see it.{_log(f)}")
+
+
 def exited(f: Facts) -> Said:
     when = " during startup" if f.stage == "connect" else ""
     return (f"{_start(f)}: the process exited{when}{_stderr(f)}",

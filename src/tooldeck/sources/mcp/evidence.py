@@ -90,11 +90,15 @@ class Evidence:
     """Lines the process wrote on stdout that are not JSON-RPC (the first few)."""
     stderr: list[str] = field(default_factory=list)
     """The last lines the process wrote on stderr during this attempt (filled when it fails)."""
+    line_too_long: int | None = None
+    """The limit a line the process wrote on stdout went over (`stdio_pipes.MAX_LINE_BYTES`): the connection
+    was closed for it."""
 
     def clear(self) -> None:
         self.replies.clear()
         self.noise.clear()
         self.stderr.clear()
+        self.line_too_long = None
 
     def add_reply(self, reply: HttpReply) -> None:
         """A reply that was not a plain MCP success (see `succeeded` for those)."""

@@ -51,6 +51,9 @@ log = logging.getLogger("tooldeck.mcp")
 
 RAW_MARK = b'"tooldeck-relay-'
 """In every line that answers or reports on a relayed call (`raw_relay.RAW_PREFIX`, as a JSON string)."""
+MAX_LINE_BYTES = 64 << 20
+"""The longest line a server may write on stdout (one JSON-RPC message: a 40 MiB image, base64, fits). A server
+that writes more without a newline is broken or hostile: its connection is closed rather than held in memory."""
 _WRITE_FAILED_GRACE_S = 1.0
 """After a failed write, how long the read side waits for the server's end of stdout before it ends anyway."""
 
@@ -134,6 +137,14 @@ class PipeReader(LineMessages):
             # The server closed stdout, or a failed write ended the stream: as the SDK, a last line without its
             # newline is dropped.
             return b""
+
+    def _line_limit(self) -> int | None:
+        return MAX_LINE_BYTES
+
+    def _over_limit(self, size: int) -> None:
+        log.warning("MCP server stdout: a line of more than %d bytes without its end (%d so far): the connection "
+                    "is closed", MAX_LINE_BYTES, size)
+        self._evidence.line_too_long = MAX_LINE_BYTES
 
     def _message(self, line: bytes) -> SessionMessage | Exception | None:
         taker = self.taker
