@@ -7,6 +7,7 @@ the client's event stream)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import mcp_types as types
 import pytest
@@ -173,3 +174,33 @@ async def test_requests_and_the_log_level_go_straight_to_the_peer() -> None:
     params = types.CreateMessageRequestParams(messages=[], max_tokens=7)
     assert await relay.sampling(params) == "sampled 7"
     assert relay.upstream_log_level == "info"
+
+
+async def test_a_send_that_ends_as_the_drain_gives_up_still_goes_before_the_result(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under the parallel suite: the send in flight at the drain's deadline finished in the same turn of the
+    loop and went out after the result. Here the peer finishes that send despite its cancel, deterministically."""
+    monkeypatch.setattr(call_notifications, "NOTIFY_SEND_S", 0.1)
+
+    class Stubborn:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+            if progress == 1.0:
+                await asyncio.sleep(0.01)  # the second send starts after the drain: the drain's deadline comes first
+            else:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(3600)
+            self.seen.append(f"progress {int(progress)}")
+
+    peer = Stubborn()
+    relay = CallNotifications(peer)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(relay.progress(float(i), None, None)) for i in (1, 2, 3)]
+    await asyncio.sleep(0)
+    await relay.drain()
+    peer.seen.append("result")
+    await asyncio.gather(*tasks)
+    assert peer.seen == ["progress 1", "progress 2", "result"]
+    assert relay.dropped == 1  # the one never sent (the peer finished the stopped send anyway)

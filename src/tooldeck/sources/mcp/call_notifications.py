@@ -13,12 +13,14 @@ Notifications stay best-effort, and bounded: one the client does not take within
 so are the rest of that call's; at most MAX_QUEUED wait to be sent (past that the oldest waiting progress is
 dropped, or the oldest waiting message when none is progress, so the client still gets the latest state in order
 and a server that floods notifications at a slow client costs no memory); and `drain` waits NOTIFY_SEND_S at
-most, then drops what is left, so a slow or stuck client holds a result back by at most that long.
+most, then drops what is left, so a slow or stuck client holds a result back by at most that long (and the
+moment the send in flight takes to stop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from typing import Any
@@ -32,6 +34,8 @@ log = logging.getLogger("tooldeck.mcp")
 NOTIFY_SEND_S = 2.0
 """How long one notification may take to reach the downstream client before it (and the rest of the call's
 notifications) is dropped; also how long the call's result waits for the notifications queued before it."""
+STOP_GRACE_S = 0.1
+"""How long `drain`, at its deadline, waits for the send in flight to stop (a peer that ignores the cancel)."""
 MAX_QUEUED = 256
 """Notifications of one call waiting to be sent; past that one waiting notification is dropped. A server's burst
 fits (a loop that logs and reports progress per step sends them faster than a client over HTTP takes them), a
@@ -139,5 +143,11 @@ class CallNotifications:
                           "result")
             deadline = self._send_deadline
             if deadline is not None and not deadline.expired():
-                deadline.reschedule(asyncio.get_running_loop().time())  # stop the send in flight: after the result
-                # the client would drop it anyway
+                # Stop the send in flight (after the result the client would drop it), and see it stopped: a send
+                # that finished in this very turn of the loop would otherwise go out after the result.
+                deadline.reschedule(asyncio.get_running_loop().time())
+                if self._idle is None:
+                    self._idle = asyncio.get_running_loop().create_future()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(STOP_GRACE_S):
+                        await asyncio.shield(self._idle)
