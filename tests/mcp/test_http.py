@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tooldeck.runtime import Runtime
 
 from .conftest import call, write_mcp_json, write_toml
@@ -31,3 +33,17 @@ def test_http_list_call_structured_list_changed(tmp_path: Path, http_fixture: st
         while "mcp__web__http_added" not in rt.invocation().call_names() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert call(rt.invocation(), "mcp__web__http_added").content == "I am http_added"
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+def test_a_result_of_several_megabytes_comes_through_on_either_protocol(tmp_path: Path, http_fixture: str,
+                                                                      protocol: str) -> None:
+    """A handshake-era server answers a call on an event stream, and the SDK's client refused any event over
+    1 MiB: a 3 MB result failed as "the connection closed". tooldeck takes an event as large as a stdio line."""
+    write_mcp_json(tmp_path, {"web": {"type": "http", "url": http_fixture, "protocol": protocol}})
+    with Runtime(tmp_path, records=False) as rt:
+        inv = rt.invocation()
+        result = call(inv, "mcp__web__big", {"chars": 3_000_000})
+        assert not result.is_error, result.content
+        saved = result.content.split("The full result is saved at `", 1)[1].split("`", 1)[0]
+        assert len((inv.run_state.workspace_root / saved).read_text()) == 3_000_000

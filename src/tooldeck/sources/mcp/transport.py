@@ -24,11 +24,16 @@ from pydantic import ValidationError
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import Evidence, HttpReply, plain_success, shown_url
 from tooldeck.sources.mcp.failures import describe
-from tooldeck.sources.mcp.stdio_pipes import stdio_pipes
+from tooldeck.sources.mcp.stdio_pipes import MAX_LINE_BYTES, stdio_pipes
 
 log = logging.getLogger("tooldeck.mcp")
 
 _HTTP_READ_TIMEOUT_S = 300.0
+MAX_EVENT_BYTES = MAX_LINE_BYTES
+"""The largest event a streamable HTTP server may send on a response stream: one message, as large as a stdio
+line may be. The SDK's own default (1 MiB) refused a handshake-era server's results over 1 MiB, which such a
+server sends as an event, with nothing but "the connection closed". (The legacy HTTP+SSE transport keeps the
+SDK's 1 MiB: its client takes no limit.)"""
 
 
 def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence,
@@ -111,7 +116,7 @@ async def _http_transport(url: str, headers: dict[str, str], connect_timeout: fl
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
     async with (httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
                                    event_hooks={"response": [response_observer(evidence)]}) as http,
-                streamable_http_client(url, http_client=http) as streams):
+                streamable_http_client(url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES) as streams):
         yield streams
 
 
