@@ -16,13 +16,14 @@ import shutil
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tooldeck.sources.mcp import Failure, McpManager
+from tooldeck.sources.mcp import Failure, McpManager, transport
 
 from .conftest import PYTHON, fixture_server, free_port, pid_gone, write_mcp_json
 from .fixtures.http_faults import FaultServer
@@ -283,6 +284,20 @@ def test_a_server_that_never_answers_times_out_and_the_connection_is_closed(tmp_
         assert f.summary == f"did not answer: {server.url('/hang')} sent no MCP answer within 1.5 s"
         assert server.hung.is_set()
         assert server.closed.wait(15), "the timed-out request's connection was left open"
+
+
+def test_a_response_body_that_never_ends_is_cut_at_the_message_limit(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "MAX_MESSAGE_BYTES", 1 << 20)
+    with FaultServer() as server:  # its own server: `closed` and `huge_sent` must belong to this test
+        [f] = _refresh(tmp_path, {"huge": {"url": server.url("/huge")}}).values()
+        assert f.code == "mcp.message_too_large" and not f.transient
+        assert f.summary == ("answered with a message of more than 1048576 bytes, so tooldeck stopped reading it and "
+                             "closed the connection")
+        assert server.closed.wait(15), "the connection was left open"
+        sent = server.huge_sent
+        time.sleep(0.3)
+        assert server.huge_sent == sent < 64 << 20  # nothing more was read, and far less than the body
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,7 @@ def test_a_line_over_the_limit_closes_the_connection_and_says_why(rt: Runtime) -
         f"(wrote a line of more than {LIMIT} bytes on stdout without its end (a message that large, or output that "
         "is not MCP), so tooldeck closed the connection).")
     status = next(s for s in rt.mcp.status() if s.name == "raw")  # type: ignore[union-attr]
-    assert status.failure is not None and status.failure.code == errors.LINE_TOO_LONG
+    assert status.failure is not None and status.failure.code == errors.MESSAGE_TOO_LARGE
     assert "it must log to stderr" in status.failure.advice
     # the next call gets a new process
     assert call(inv, "mcp__raw__not_a_result").error_code == errors.UNSUPPORTED_RESPONSE

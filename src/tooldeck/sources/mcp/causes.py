@@ -184,11 +184,17 @@ def not_mcp(f: Facts) -> Said:
             "`/mcp`), not a web page.")
 
 
-def line_too_long(f: Facts) -> Said:
-    return (f"wrote a line of more than {f.evidence.line_too_long} bytes on stdout without its end (a message "
-            "that large, or output that is not MCP), so tooldeck closed the connection",
-            f"Check what the server writes on stdout (it must log to stderr); run its `command` and `args` from "
-            f"{_where(f)} in a terminal to see it.{_log(f)}")
+def message_too_large(f: Facts) -> Said:
+    limit = f.evidence.message_too_large
+    if f.stdio:
+        return (f"wrote a line of more than {limit} bytes on stdout without its end (a message that large, or "
+                "output that is not MCP), so tooldeck closed the connection",
+                f"Check what the server writes on stdout (it must log to stderr); run its `command` and `args` from "
+                f"{_where(f)} in a terminal to see it.{_log(f)}")
+    return (f"answered with a message of more than {limit} bytes, so tooldeck stopped reading it and closed the "
+            "connection",
+            "Check the server: one MCP message over 64 MiB is not taken (a large file belongs in a resource, read "
+            "in parts), and a body that never ends is a broken server.")
 
 
 def exited(f: Facts) -> Said:

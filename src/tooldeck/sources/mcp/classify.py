@@ -101,7 +101,7 @@ RULES: tuple[Rule, ...] = (
     Rule(codes.HTTP_ERROR, _status(400, 599), causes.http_error),  # 501 included: the URL takes no POST
     # Output that is not MCP; then a process that ended, or could not be created for another reason.
     Rule(codes.NOT_MCP, _not_mcp, causes.not_mcp),
-    Rule(codes.LINE_TOO_LONG, lambda f: f.stdio and f.evidence.line_too_long is not None, causes.line_too_long),
+    Rule(codes.MESSAGE_TOO_LARGE, lambda f: f.evidence.message_too_large is not None, causes.message_too_large),
     Rule(codes.PROCESS_EXITED, lambda f: f.stdio and (
         f.mcp_code == CONNECTION_CLOSED or f.first(*_CLOSED_STREAM) is not None), causes.exited),
     Rule(codes.SPAWN_FAILED, lambda f: f.stdio and f.stage == "connect" and f.first(OSError) is not None

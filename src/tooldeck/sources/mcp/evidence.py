@@ -90,7 +90,7 @@ class Evidence:
     """Lines the process wrote on stdout that are not JSON-RPC (the first few)."""
     stderr: list[str] = field(default_factory=list)
     """The last lines the process wrote on stderr during this attempt (filled when it fails)."""
-    line_too_long: int | None = None
+    message_too_large: int | None = None
     """The limit a line the process wrote on stdout went over (`stdio_pipes.MAX_LINE_BYTES`): the connection
     was closed for it."""
 
@@ -98,7 +98,7 @@ class Evidence:
         self.replies.clear()
         self.noise.clear()
         self.stderr.clear()
-        self.line_too_long = None
+        self.message_too_large = None
 
     def add_reply(self, reply: HttpReply) -> None:
         """A reply that was not a plain MCP success (see `succeeded` for those)."""

@@ -144,7 +144,7 @@ class PipeReader(LineMessages):
     def _over_limit(self, size: int) -> None:
         log.warning("MCP server stdout: a line of more than %d bytes without its end (%d so far): the connection "
                     "is closed", MAX_LINE_BYTES, size)
-        self._evidence.line_too_long = MAX_LINE_BYTES
+        self._evidence.message_too_large = MAX_LINE_BYTES
 
     def _message(self, line: bytes) -> SessionMessage | Exception | None:
         taker = self.taker

@@ -29,11 +29,16 @@ from tooldeck.sources.mcp.stdio_pipes import MAX_LINE_BYTES, stdio_pipes
 log = logging.getLogger("tooldeck.mcp")
 
 _HTTP_READ_TIMEOUT_S = 300.0
-MAX_EVENT_BYTES = MAX_LINE_BYTES
-"""The largest event a streamable HTTP server may send on a response stream: one message, as large as a stdio
-line may be. The SDK's own default (1 MiB) refused a handshake-era server's results over 1 MiB, which such a
-server sends as an event, with nothing but "the connection closed". (The legacy HTTP+SSE transport keeps the
-SDK's 1 MiB: its client takes no limit.)"""
+MAX_MESSAGE_BYTES = MAX_LINE_BYTES
+"""The largest message a streamable HTTP server may send, as large as a stdio line may be: a JSON response body
+(decoded; past it the connection is closed, `mcp.message_too_large`), or one event of a response stream. The
+SDK's own limit on events (1 MiB) refused a handshake-era server's results over 1 MiB, which such a server sends
+as an event, with nothing but "the connection closed". (The legacy HTTP+SSE transport keeps the SDK's 1 MiB:
+its client takes no limit.)"""
+
+
+class MessageTooLarge(httpx2.TransportError):
+    """A server's response body went over MAX_MESSAGE_BYTES (noted in the connection's `Evidence`)."""
 
 
 def open_transport(endpoint: Endpoint, errlog: IO[str] | None, connect_timeout: float, evidence: Evidence,
@@ -110,13 +115,38 @@ def response_observer(evidence: Evidence, *, stream_get: bool = False) -> Callab
     return observe
 
 
+def bounded_bodies(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """An httpx response hook that stops reading a response body (not an event stream, whose events the SDK's
+    decoder bounds) once more than MAX_MESSAGE_BYTES of it have been decoded: a broken or hostile server cannot
+    make tooldeck hold any amount of it in memory. Counted after decoding, so a compressed body is bounded too."""
+
+    async def bound(response: httpx2.Response) -> None:
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return
+        limit = MAX_MESSAGE_BYTES
+        decoded = response.aiter_bytes  # what `aread` (the SDK's JSON path) iterates
+
+        async def aiter_bytes(chunk_size: int | None = None) -> AsyncIterator[bytes]:
+            total = 0
+            async for part in decoded(chunk_size):
+                total += len(part)
+                if total > limit:
+                    evidence.message_too_large = limit
+                    raise MessageTooLarge(f"the response body went over {limit} bytes", request=response.request)
+                yield part
+
+        response.aiter_bytes = aiter_bytes  # type: ignore[method-assign]
+
+    return bound
+
+
 @asynccontextmanager
 async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
                           evidence: Evidence, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
-    async with (httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
-                                   event_hooks={"response": [response_observer(evidence)]}) as http,
-                streamable_http_client(url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES) as streams):
+    async with (httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks={
+                    "response": [response_observer(evidence), bounded_bodies(evidence)]}) as http,
+                streamable_http_client(url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES) as streams):
         yield streams
 
 
