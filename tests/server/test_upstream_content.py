@@ -226,3 +226,37 @@ async def test_subscriptions_relay_updates_per_session(tmp_path: Path, upstream:
             with pytest.raises(MCPError) as info:
                 await one.subscribe_resource("nope://nothing")
             assert info.value.data["code"] == "serve.resource_unknown"
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")  # the handshake-era client API
+@pytest.mark.parametrize("upstream", ["auto", "legacy"])
+async def test_a_session_that_ends_takes_its_subscriptions_along(tmp_path: Path, upstream: str) -> None:
+    """The last subscriber of a URI ended its session without unsubscribing: the upstream subscription stayed, and
+    the next session to subscribe was told of each update twice (a second callback on the same subscription)."""
+    home = _home(tmp_path)
+    config = json.loads((home / "mcp.json").read_text())
+    config["mcpServers"]["fb"]["protocol"] = upstream
+    (home / "mcp.json").write_text(json.dumps(config))
+    shared = "tooldeck+mcp://fb/note://shared"
+    seen: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            seen.append(message.params.uri)
+
+    with http_server(home) as served:
+        async with Client(served.url, mode="legacy", read_timeout_seconds=30) as one:
+            await one.subscribe_resource(shared)
+        # `one` ended its session (DELETE) without unsubscribing
+        async with Client(served.url, mode="legacy", read_timeout_seconds=30, message_handler=on_message) as two:
+            await two.subscribe_resource(shared)
+            await two.call_tool("mcp__fb__touch", {"uri": "note://shared"})
+            with anyio.fail_after(30):
+                while not seen:
+                    await anyio.sleep(0.05)
+            await two.call_tool("mcp__fb__touch", {"uri": "note://shared"})
+            with anyio.fail_after(30):
+                while len(seen) < 2:
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.5)  # a doubled notification would have come by now
+    assert seen == [shared, shared]  # one per update

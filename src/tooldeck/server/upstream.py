@@ -197,12 +197,35 @@ class UpstreamRelay:
             await self._send(lambda m: self._watches_of(m).unsubscribe(server, original, self._updated(key)), server)
 
     def forget(self, session_key: str) -> None:
-        """A session ended: its subscriptions and spilled-result links go (an upstream subscription stays until its
-        last subscriber leaves)."""
+        """A session ended: its subscriptions and spilled-result links go, and an upstream subscription whose last
+        subscriber it was ends too (in the background: the session's end cannot wait for the server)."""
         self.own_results.forget(session_key)
-        for subscribers in self.subscribers.values():
+        for key, subscribers in list(self.subscribers.items()):
             for entry in [e for e in subscribers if e[0] == session_key]:
                 del subscribers[entry]
+            if not subscribers:
+                del self.subscribers[key]
+                self._unsubscribe_upstream(key)
+
+    def _unsubscribe_upstream(self, key: tuple[str, str]) -> None:
+        callback = self._callbacks.get(key)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop: serve is stopping, and the connections with it
+            return
+        if callback is None:
+            return
+        server, original = key
+        task = loop.create_task(self._send(lambda m: self._watches_of(m).unsubscribe(server, original, callback),
+                                           server))
+        self._pending.add(task)
+        task.add_done_callback(lambda t: self._unsubscribed(key, t))
+
+    def _unsubscribed(self, key: tuple[str, str], task: asyncio.Task[Any]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.info("the upstream subscription to %s of MCP server `%s` was not ended: %s", key[1], key[0],
+                        task.exception())
 
     def _watches_of(self, manager: Any) -> Watches:
         if self._watches is None:
