@@ -4,6 +4,7 @@ the call's timeout, says why, and starts the server again for the next call. Rea
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,21 @@ def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
     runtime.close()
 
 
+def _raw_servers() -> set[int]:
+    """The raw_results.py servers this process started (from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent == os.getpid() and b"raw_results.py" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.add(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
 def test_a_line_over_the_limit_closes_the_connection_and_says_why(rt: Runtime) -> None:
     inv = rt.invocation()
     started = time.monotonic()
@@ -42,6 +58,11 @@ def test_a_line_over_the_limit_closes_the_connection_and_says_why(rt: Runtime) -
     status = next(s for s in rt.mcp.status() if s.name == "raw")  # type: ignore[union-attr]
     assert status.failure is not None and status.failure.code == errors.MESSAGE_TOO_LARGE
     assert "it must log to stderr" in status.failure.advice
+    # the work really stopped: the server that wrote the line (asleep, never reading stdin) is gone
+    deadline = time.monotonic() + 20
+    while _raw_servers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _raw_servers() == set()
     # the next call gets a new process
     assert call(inv, "mcp__raw__not_a_result").error_code == errors.UNSUPPORTED_RESPONSE
 

@@ -41,7 +41,6 @@ MAX_QUEUED = 256
 fits (a loop that logs and reports progress per step sends them faster than a client over HTTP takes them), a
 flood costs a few kilobytes."""
 
-_Progress = tuple[float, float | None, str | None]
 _Queued = tuple[str, Any]
 """("progress", (progress, total, message)) or ("log", LoggingMessageNotificationParams)."""
 

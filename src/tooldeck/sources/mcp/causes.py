@@ -193,8 +193,8 @@ def message_too_large(f: Facts) -> Said:
                 f"{_where(f)} in a terminal to see it.{_log(f)}")
     return (f"answered with a message of more than {limit} bytes, so tooldeck stopped reading it and closed the "
             "connection",
-            "Check the server: one MCP message over 64 MiB is not taken (a large file belongs in a resource, read "
-            "in parts), and a body that never ends is a broken server.")
+            f"Check the server: one MCP message over {limit} bytes is not taken (a large file belongs in a resource, "
+            "read in parts), and a body that never ends is a broken server.")
 
 
 def exited(f: Facts) -> Said:

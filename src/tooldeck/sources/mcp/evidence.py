@@ -91,8 +91,8 @@ class Evidence:
     stderr: list[str] = field(default_factory=list)
     """The last lines the process wrote on stderr during this attempt (filled when it fails)."""
     message_too_large: int | None = None
-    """The limit a line the process wrote on stdout went over (`stdio_pipes.MAX_LINE_BYTES`): the connection
-    was closed for it."""
+    """The limit one message of the server went over, and the connection was closed for: a line on a stdio
+    server's stdout (`stdio_pipes.MAX_LINE_BYTES`) or an HTTP response body (`transport.MAX_MESSAGE_BYTES`)."""
 
     def clear(self) -> None:
         self.replies.clear()

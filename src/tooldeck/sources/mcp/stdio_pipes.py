@@ -70,6 +70,9 @@ class PipeReader(LineMessages):
         self._stream = _asyncio_stream(stdout, asyncio.StreamReader)
         self._evidence = evidence
         self.taker: Taker | None = None
+        self.on_over_limit: Callable[[], None] | None = None
+        """Stops the server (`stdio_pipes`): nothing it writes after such a line can be read, and a connection
+        whose stream ended is otherwise torn down only at the next connect."""
         self._ending: asyncio.TimerHandle | None = None
         self._idle = False
         """The session waits in `receive` for more of stdout: it has handled every message read before."""
@@ -143,8 +146,10 @@ class PipeReader(LineMessages):
 
     def _over_limit(self, size: int) -> None:
         log.warning("MCP server stdout: a line of more than %d bytes without its end (%d so far): the connection "
-                    "is closed", MAX_LINE_BYTES, size)
+                    "is closed and the server stopped", MAX_LINE_BYTES, size)
         self._evidence.message_too_large = MAX_LINE_BYTES
+        if self.on_over_limit is not None:
+            self.on_over_limit()
 
     def _message(self, line: bytes) -> SessionMessage | Exception | None:
         taker = self.taker
@@ -227,6 +232,11 @@ class PipeWriter:
         await self.aclose()
 
 
+def _terminate(process: Any) -> None:
+    with suppress(ProcessLookupError, OSError):
+        process.terminate()  # the whole tree still goes at the connection's teardown (`_stop_server_process`)
+
+
 async def _drain(stdout: Any) -> None:
     """Read and drop the server's remaining stdout, so that a server blocked writing can see stdin close."""
     with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
@@ -244,6 +254,7 @@ async def stdio_pipes(params: StdioServerParameters, errlog: IO[str],
         cwd=params.cwd)
     assert process.stdout is not None and process.stdin is not None
     reader = PipeReader(process.stdout, evidence)
+    reader.on_over_limit = lambda: _terminate(process)
     writer = PipeWriter(process.stdin, reader)
     try:
         yield reader, writer
