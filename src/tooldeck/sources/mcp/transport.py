@@ -16,7 +16,6 @@ from typing import IO, Any
 
 import httpx2
 import orjson
-from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import Evidence, HttpReply, plain_success, shown_url
 from tooldeck.sources.mcp.failures import describe
+from tooldeck.sources.mcp.sse_transport import sse_streams
 from tooldeck.sources.mcp.stdio_pipes import MAX_LINE_BYTES, stdio_pipes
 
 log = logging.getLogger("tooldeck.mcp")
@@ -33,8 +33,8 @@ MAX_MESSAGE_BYTES = MAX_LINE_BYTES
 """The largest message a streamable HTTP server may send, as large as a stdio line may be: a JSON response body
 (decoded; past it the connection is closed, `mcp.message_too_large`), or one event of a response stream. The
 SDK's own limit on events (1 MiB) refused a handshake-era server's results over 1 MiB, which such a server sends
-as an event, with nothing but "the connection closed". (The legacy HTTP+SSE transport keeps the SDK's 1 MiB:
-its client takes no limit.)"""
+as an event, with nothing but "the connection closed"; the legacy HTTP+SSE transport, whose every message is an
+event, has the same bound (`sse_transport.py`)."""
 
 
 class MessageTooLarge(httpx2.TransportError):
@@ -153,13 +153,14 @@ async def _http_transport(url: str, headers: dict[str, str], connect_timeout: fl
 @asynccontextmanager
 async def _sse_transport(url: str, headers: dict[str, str], connect_timeout: float, evidence: Evidence,
                          auth: httpx2.Auth | None) -> AsyncIterator[Any]:
-    """The 2024-11-05 HTTP+SSE transport: a GET event stream that names the URL to POST messages to."""
+    """The 2024-11-05 HTTP+SSE transport (`sse_transport.py`): a GET event stream that names the URL to POST
+    messages to, its events bounded like a streamable HTTP server's."""
 
-    def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
-               auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
-                                  event_hooks={"response": [response_observer(evidence, stream_get=True)]})
+    def client() -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(headers=headers, auth=auth,
+                                  timeout=httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S),
+                                  event_hooks={"response": [response_observer(evidence, stream_get=True),
+                                                            bounded_bodies(evidence)]})
 
-    async with sse_client(url, headers=headers, timeout=connect_timeout, sse_read_timeout=_HTTP_READ_TIMEOUT_S,
-                          httpx_client_factory=client, auth=auth) as streams:
+    async with sse_streams(url, client, MAX_MESSAGE_BYTES, evidence) as streams:
         yield streams
