@@ -181,8 +181,11 @@ class ServerConnection:
         try:
             if self.endpoint.transport == "stdio":
                 errlog = self._open_errlog()
+            # The read stream ending by itself (the server's stdout closed, a write to it failed, the SSE stream
+            # ended) ends the holder as `stop` does: the process and its pipes go now, not at the next connect.
+            ended = asyncio.Event()
             transport = self._raw = RawTransport(open_transport(self.endpoint, errlog, self.connect_timeout,
-                                                                self.evidence))
+                                                                self.evidence), on_end=ended.set)
             cb = self.callbacks
             client = Client(transport, mode=self.protocol, cache=None, client_info=CLIENT_INFO,
                             message_handler=self._on_message, sampling_callback=cb.sampling,
@@ -195,7 +198,7 @@ class ServerConnection:
                 caps = client.server_capabilities.tools
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS and caps is not None and caps.list_changed:
                     listen = asyncio.get_running_loop().create_task(self._listen(client))
-                await stop.wait()
+                await _either(stop, ended)
         except BaseException as exc:  # the server's failures end here, whatever they are
             if not ready.done():
                 ready.set_exception(ConnectFailed(self.classify(exc, "connect")))
@@ -293,3 +296,15 @@ class ServerConnection:
                                                        "was requested"), "session"))
         self.evidence.replies.clear()
         return await listing.list_tools(client, timeout)
+
+
+async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
+    """Until one of the two events is set."""
+    if first.is_set() or second.is_set():
+        return
+    waiters = {asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())}
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()

@@ -60,9 +60,11 @@ class RawChannel:
     around the transport's read stream; `call` writes on the transport's write stream.
     """
 
-    __slots__ = ("_closed", "_ids", "_inner", "_pending", "_progress", "_send_raw", "_write")
+    __slots__ = ("_closed", "_ids", "_inner", "_pending", "_progress", "_send_raw", "_write", "on_end")
 
     def __init__(self, read_stream: Any, write_stream: Any) -> None:
+        self.on_end: Callable[[], None] | None = None
+        """Called once when the read stream ends or is closed (the connection is over, whoever ended it)."""
         self._inner = read_stream
         self._write = write_stream
         self._pending: dict[str, asyncio.Future[dict[str, Any] | MCPError]] = {}
@@ -142,6 +144,9 @@ class RawChannel:
         return True
 
     def _ended(self) -> None:
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            on_end()
         self._closed = True
         pending, self._pending = self._pending, {}
         for future in pending.values():
@@ -258,14 +263,17 @@ async def _report(on_progress: ProgressFn, progress: Any, total: Any, message: A
 class RawTransport:
     """The connection's transport with a `RawChannel` in front of its read stream (`channel` while open)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, on_end: Callable[[], None] | None = None) -> None:
         self._inner = inner
+        self._on_end = on_end
+        """Called when the channel's read stream ends (`RawChannel.on_end`)."""
         self.channel: RawChannel | None = None
 
     async def __aenter__(self) -> tuple[RawChannel, Any]:
         read_stream, write_stream = await self._inner.__aenter__()
         try:
             self.channel = RawChannel(read_stream, write_stream)
+            self.channel.on_end = self._on_end
         except BaseException as exc:  # the transport is open (a server process may run): close it
             await self._inner.__aexit__(type(exc), exc, exc.__traceback__)
             raise
