@@ -90,6 +90,12 @@ def test_an_unknown_or_bad_serve_key_is_a_usage_error_naming_it(tmp_path: Path) 
     assert "`serve.header_timeout`" in r.stderr
 
 
+def test_a_bad_stdio_bound_is_a_usage_error_too(tmp_path: Path) -> None:
+    (tmp_path / "tooldeck.toml").write_text("[serve]\nmax_line_bytes = 1\n")
+    r = invoke("--home", str(tmp_path), "--stdio")
+    assert r.exit_code == 2 and "`serve.max_line_bytes`" in r.stderr
+
+
 @pytest.mark.parametrize("value", ["short", "Original", ""])
 def test_a_bad_names_mode_is_a_usage_error(tmp_path: Path, value: str) -> None:
     r = invoke("--home", str(tmp_path), "--stdio", "--names", value)

@@ -159,12 +159,22 @@ def test_serve_config_defaults_and_file(tmp_path: Path) -> None:
     assert config.body_timeout == 30.0
 
 
+def test_a_stdio_server_reads_the_bounds_but_not_the_token(tmp_path: Path) -> None:
+    """`--stdio` takes no token: one written as an unset `${VAR}` is no error there (it is over HTTP)."""
+    (tmp_path / "tooldeck.toml").write_text('[serve]\nmax_line_bytes = 4096\ntoken = "${T_UNSET_FOR_TEST}"\n')
+    config = load_serve_config(tmp_path, with_token=False)
+    assert config.max_line_bytes == 4096 and config.token is None
+    with pytest.raises(TooldeckError, match="T_UNSET_FOR_TEST"):
+        load_serve_config(tmp_path)
+
+
 @pytest.mark.parametrize(("table", "names"), [
     ("max_session = 3", "`serve.max_session`: unknown key"),
     ("max_sessions = 0", "`serve.max_sessions`"),
     ("header_timeout = -1", "`serve.header_timeout`"),
     ('max_connections = "many"', "`serve.max_connections`"),
     ("max_body_bytes = true", "`serve.max_body_bytes`"),
+    ("max_line_bytes = 100", "`serve.max_line_bytes`"),
     ("token = 5", "serve.token"),
 ])
 def test_bad_serve_settings_name_the_key(tmp_path: Path, table: str, names: str) -> None:

@@ -145,19 +145,18 @@ def _serve(home: Path, stdio: bool, http: str | None, profile: Path | None, toke
     from tooldeck.core.descriptors import Scene
     from tooldeck.core.errors import TooldeckError
     from tooldeck.runtime import Runtime
-    from tooldeck.server.config import ServeConfig, load_serve_config
+    from tooldeck.server.config import load_serve_config
     from tooldeck.server.mcp_server import ServeOptions, TooldeckMCPServer
 
     if connect not in (None, "lazy", "start"):
         fail_usage(f"--connect must be lazy or start, not {connect!r}")
     if names not in (None, *NAMES_MODES):
         fail_usage(f"{NAMES_INVALID}: --names must be prefixed or original, not {names!r} (see docs/serve.md)")
-    settings = ServeConfig()
-    if not stdio:  # HTTP (the default transport): the token and the bounds may come from tooldeck.toml
-        try:
-            settings = load_serve_config(Path(home))
-        except TooldeckError as exc:
-            usage_errors(exc)
+    try:  # the bounds, and over HTTP (the default transport) the token, may come from tooldeck.toml
+        settings = load_serve_config(Path(home), with_token=not stdio)
+    except TooldeckError as exc:
+        usage_errors(exc)
+    if not stdio:
         token = token or settings.token
     address = _check_usage(stdio, http, scene, log_level, bool(token or allow_host or allow_origin))
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="tooldeck serve: %(levelname)s %(message)s")

@@ -38,14 +38,18 @@ class ServeConfig(BaseModel):
     """Request line plus headers."""
     max_body_bytes: int = Field(4 * MIB, ge=1024, le=1024 * MIB)
     """One request body."""
+    max_line_bytes: int = Field(64 * MIB, ge=1024, le=1024 * MIB)
+    """One line (one JSON-RPC message) a `--stdio` client sends."""
     max_sessions: int = Field(256, ge=1, le=1_000_000)
     """Open MCP sessions (handshake-era HTTP clients); at the cap the least recently used idle one is closed."""
     session_idle_timeout: float = Field(30 * 60.0, gt=0, le=7 * 24 * 3600)
     """An MCP session with no request in flight (and no open stream) for this long is closed."""
 
 
-def load_serve_config(home: Path) -> ServeConfig:
-    """The `[serve]` table of the home's tooldeck.toml (defaults when the file or the table is absent)."""
+def load_serve_config(home: Path, *, with_token: bool = True) -> ServeConfig:
+    """The `[serve]` table of the home's tooldeck.toml (defaults when the file or the table is absent). Without
+    `with_token` (`--stdio`, which takes no token) the token is left out, unexpanded: a `${VAR}` that is not set
+    is no error there."""
     path = home / CONFIG_FILE
     if not path.is_file():
         return ServeConfig()
@@ -56,7 +60,7 @@ def load_serve_config(home: Path) -> ServeConfig:
     serve = data.get("serve", {})
     if not isinstance(serve, dict):
         raise TooldeckError(CONFIG_INVALID, f"{path}: `serve` must be a table ([serve])")
-    token = serve.get("token")
+    token = serve.get("token") if with_token else None
     if token is not None:
         if not isinstance(token, str) or not token.strip():
             raise TooldeckError(CONFIG_INVALID, f"{path}: serve.token must be a non-empty string")

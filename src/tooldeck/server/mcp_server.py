@@ -375,7 +375,7 @@ class TooldeckMCPServer:
             server.should_exit = True
 
     async def run_stdio(self) -> None:
-        async with stdio_streams(self.server) as (read_stream, write_stream):
+        async with stdio_streams(self.server, self.options.limits.max_line_bytes) as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     def http_app(self, guard: HttpGuard) -> ASGIApp:

@@ -37,6 +37,8 @@ _QUEUED_MAX = 1 << 20
 """Bytes of stdin waiting for the SDK's reader before reading pauses (the pipe then fills and the client waits)."""
 _FLUSH_S = 1.0
 """How long the replies still buffered at exit may take to reach a client that reads slowly."""
+DEFAULT_MAX_LINE_BYTES = 64 << 20
+"""The longest line (one JSON-RPC message) a client may send, unless `[serve] max_line_bytes` says otherwise."""
 
 
 def _watchable(fd: int) -> bool:
@@ -81,10 +83,13 @@ class Inbound(asyncio.Protocol):
     takes starts right there, with no reader task to wake); what it leaves, and a last line without its newline,
     goes on as bytes to `StdinMessages`, the SDK's read stream. Reading pauses while that stream lags behind."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self.lane: StdioLane | None = None
+        self.max_line_bytes = max_line_bytes
         self._transport: asyncio.ReadTransport | None = None
         self._buffer = bytearray()
+        self._dropping = False
+        """Inside a line over `max_line_bytes`: its bytes are dropped until its newline."""
         self._chunks: deque[bytes] = deque()
         self._queued = 0
         self._waiter: asyncio.Future[None] | None = None
@@ -99,16 +104,39 @@ class Inbound(asyncio.Protocol):
         if lane is None:
             self._queue(data)
             return
+        if self._dropping:  # the rest of a line over the limit
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            self._dropping = False
+            data = data[end + 1:]
         buffer = self._buffer
         buffer += data
         if b"\n" not in data:
+            if len(buffer) > self.max_line_bytes:
+                self._too_long(lane, bytes(buffer), ended=False)
             return
         *lines, rest = bytes(buffer).split(b"\n")
         buffer[:] = rest
-        left = [line for line in lines if not lane.take(line)]
+        left = []
+        for line in lines:
+            if len(line) > self.max_line_bytes:
+                self._too_long(lane, line, ended=True)
+            elif not lane.take(line):
+                left.append(line)
         if left:
             left.append(b"")
             self._queue(b"\n".join(left))
+        if len(buffer) > self.max_line_bytes:
+            self._too_long(lane, bytes(buffer), ended=False)
+
+    def _too_long(self, lane: StdioLane, line: bytes, *, ended: bool) -> None:
+        """A line over the limit: refused (`StdioLane.refuse`, from its first bytes); a line not ended yet is
+        dropped as it goes on, so it is never held."""
+        lane.refuse(line[:self.max_line_bytes], self.max_line_bytes)
+        if not ended:
+            self._buffer.clear()
+            self._dropping = True
 
     def eof_received(self) -> bool:
         self._end()
@@ -225,9 +253,11 @@ class StdoutMessages:
 
 
 @asynccontextmanager
-async def stdio_streams(server: Any = None) -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_streams(server: Any = None,
+                        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) for `Server.run`, on the process's stdin and stdout; with the SDK `server`,
-    its `tools/call` requests are served by a `StdioLane` (not on the threaded fallback)."""
+    its `tools/call` requests are served by a `StdioLane` (not on the threaded fallback), and a line over
+    `max_line_bytes` is refused without being held (`Inbound`)."""
     if not (_watchable(0) and _watchable(1)):
         async with stdio_server() as streams:
             yield streams
@@ -240,7 +270,7 @@ async def stdio_streams(server: Any = None) -> AsyncIterator[tuple[Any, Any]]:
         restore_in()
         os.close(in_fd)
         raise
-    inbound = Inbound()
+    inbound = Inbound(max_line_bytes)
     read_transport: asyncio.BaseTransport | None = None
     write_transport: asyncio.BaseTransport | None = None
     try:

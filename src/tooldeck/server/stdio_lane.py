@@ -56,9 +56,12 @@ from tooldeck.server.lane_kernel import (
     release,
     tool_call,
 )
+from tooldeck.server.line_head import leading_id
 
 logger = logging.getLogger("tooldeck.serve")
 
+MESSAGE_TOO_LARGE = "serve.message_too_large"
+"""`data.code` of the error that answers a line over `[serve] max_line_bytes` (`StdioLane.refuse`)."""
 LANE_PREFIX = "tooldeck-lane-"
 """Ids of the lane's own requests to the client (strings that never parse as the SDK's integer ids)."""
 _LANE_MARK = b'"' + LANE_PREFIX.encode()
@@ -146,6 +149,7 @@ class StdioLane:
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self._refusals: set[asyncio.Task[None]] = set()
 
     # -- the read side ----------------------------------------------------------------------------------------
     def take(self, line: bytes) -> bool:
@@ -171,6 +175,24 @@ class StdioLane:
         if _CANCEL_MARK in line and self._running:
             self._cancel(line)
         return False
+
+    def refuse(self, head: bytes, limit: int) -> None:
+        """A line over `limit` bytes (`head`: its first bytes; the rest is never read): answered with a JSON-RPC
+        error under the request's own id when its start names one (`line_head.leading_id`), else under a null id,
+        as JSON-RPC has it for a request whose id cannot be read."""
+        request_id = leading_id(head)
+        logger.warning("refused a message of more than %d bytes from the client (id %r): [serve] max_line_bytes",
+                       limit, request_id)
+        if self._closed:
+            return
+        answer = {"jsonrpc": "2.0", "id": request_id, "error": {
+            "code": types.INVALID_REQUEST,
+            "message": f"The message is larger than {limit} bytes (tooldeck serve's [serve] max_line_bytes); it "
+                       "was not read. Send a smaller one: large content belongs in a file or a resource.",
+            "data": {"code": MESSAGE_TOO_LARGE, "max_line_bytes": limit}}}
+        task = asyncio.get_running_loop().create_task(self.write(answer))
+        self._refusals.add(task)
+        task.add_done_callback(self._refusals.discard)
 
     def _watch_opening(self, line: bytes) -> None:
         """Before the era is settled: note the first request's era and the handshake's `initialize`."""
