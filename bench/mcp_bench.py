@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -255,6 +255,7 @@ async def measure(tmp: Path, baseline_src: str | None = None) -> tuple[dict[str,
         hop_us = await _hop_us()
         results["hooks"] = await _hook_us()  # type: ignore[assignment]
         results["output check"] = await _output_check_us()  # type: ignore[assignment]
+        results["body bound"] = await _bound_us()  # type: ignore[assignment]
         stdio_rt.close()
         http_rt.close()
         return results, sync_ms, hop_us
@@ -357,6 +358,46 @@ async def _hook_us() -> tuple[float, float, float]:
     return await per_response(empty, ok), await per_response(observe, ok), await per_response(observe, refused)
 
 
+async def _bound_us() -> tuple[float, float]:
+    """(reading a JSON reply of an `echo` result, the same through `bounded_bodies`), µs of CPU per reply: the
+    bound's cost on every HTTP call (a reply whose Content-Length is within the bound and not compressed is not
+    counted, only looked at)."""
+    import httpx2
+
+    from tooldeck.sources.mcp.evidence import Evidence
+    from tooldeck.sources.mcp.transport import bounded_bodies
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "Echo: bench"}],
+                                                               "isError": False}}).encode()
+    request = httpx2.Request("POST", "http://127.0.0.1:8000/mcp", content=b"{}")
+    headers = {"content-type": "application/json", "content-length": str(len(body))}
+    bound = bounded_bodies(Evidence())
+
+    class Body(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield body
+
+    async def plain() -> None:
+        await httpx2.Response(200, headers=headers, stream=Body(), request=request).aread()
+
+    async def bounded() -> None:
+        response = httpx2.Response(200, headers=headers, stream=Body(), request=request)
+        await bound(response)
+        await response.aread()
+
+    samples: dict[Callable[[], Awaitable[None]], list[float]] = {plain: [], bounded: []}
+    for read in samples:
+        for _ in range(300):
+            await read()
+    for _ in range(REPEATS):
+        for read, kept in samples.items():  # alternately, so the host's swings touch both alike
+            start = time.thread_time()
+            for _ in range(500):
+                await read()
+            kept.append((time.thread_time() - start) / 500 * 1e6)
+    return statistics.median(samples[plain]), statistics.median(samples[bounded])
+
+
 async def _output_check_us() -> tuple[float, float]:
     """(the SDK's check, the cached check) of one conforming `echo` result, µs per result."""
     import anyio
@@ -416,6 +457,7 @@ def main(baseline_src: str | None = None) -> None:
         results, sync_ms, hop_us = asyncio.run(measure(Path(tmp), baseline_src))
     empty_us, ok_us, refused_us = results.pop("hooks")  # type: ignore[misc]
     sdk_check_us, cached_check_us = results.pop("output check")  # type: ignore[misc]
+    plain_read_us, bounded_read_us = results.pop("body bound")  # type: ignore[misc]
     cpu = {name.removeprefix("cpu "): results.pop(name) for name in list(results) if name.startswith("cpu ")}
     print(f"median call_tool latency, ms (batches of {INNER}, {REPEATS} batches, round-robin; load average "
           f"{os.getloadavg()[0]:.1f})")
@@ -449,6 +491,10 @@ def main(baseline_src: str | None = None) -> None:
     added = ok_us - empty_us
     print(f"  response hook per POST: empty {empty_us:.2f} µs, plain MCP success {ok_us:.2f} µs (+{added:.2f} µs = "
           f"{added / (results['direct http'] * 1e3) * 100:.3f} % of a direct HTTP call), a 401 {refused_us:.2f} µs")
+    bound_us = bounded_read_us - plain_read_us
+    print(f"  message bound per JSON reply: read {plain_read_us:.2f} µs, through bounded_bodies "
+          f"{bounded_read_us:.2f} µs (+{bound_us:.2f} µs = "
+          f"{bound_us / (results['direct http'] * 1e3) * 100:.3f} % of a direct HTTP call)")
 
 
 if __name__ == "__main__":

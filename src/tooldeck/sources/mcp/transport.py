@@ -121,9 +121,13 @@ def bounded_bodies(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[
     make tooldeck hold any amount of it in memory. Counted after decoding, so a compressed body is bounded too."""
 
     async def bound(response: httpx2.Response) -> None:
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
+        headers = response.headers
+        if headers.get("content-type", "").startswith("text/event-stream"):
             return
         limit = MAX_MESSAGE_BYTES
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) <= limit and "content-encoding" not in headers:
+            return  # the HTTP framing ends the body at its declared length: nothing to count (most replies)
         decoded = response.aiter_bytes  # what `aread` (the SDK's JSON path) iterates
 
         async def aiter_bytes(chunk_size: int | None = None) -> AsyncIterator[bytes]:
