@@ -62,6 +62,9 @@ logger = logging.getLogger("tooldeck.serve")
 
 MESSAGE_TOO_LARGE = "serve.message_too_large"
 """`data.code` of the error that answers a line over `[serve] max_line_bytes` (`StdioLane.refuse`)."""
+_ID_SCAN_BYTES = 64 * 1024
+"""How far into a refused line its id is looked for (clients write it before the params; a scan of the whole
+line, byte by byte, would hold the event loop for seconds)."""
 LANE_PREFIX = "tooldeck-lane-"
 """Ids of the lane's own requests to the client (strings that never parse as the SDK's integer ids)."""
 _LANE_MARK = b'"' + LANE_PREFIX.encode()
@@ -178,9 +181,9 @@ class StdioLane:
 
     def refuse(self, head: bytes, limit: int) -> None:
         """A line over `limit` bytes (`head`: its first bytes; the rest is never read): answered with a JSON-RPC
-        error under the request's own id when its start names one (`line_head.leading_id`), else under a null id,
+        error under the request's own id when its first 64 KiB name it (`line_head.leading_id`), else under a null id,
         as JSON-RPC has it for a request whose id cannot be read."""
-        request_id = leading_id(head)
+        request_id = leading_id(head[:_ID_SCAN_BYTES])
         logger.warning("refused a message of more than %d bytes from the client (id %r): [serve] max_line_bytes",
                        limit, request_id)
         if self._closed:
