@@ -2,11 +2,11 @@
 
 A message over `tooldeck serve --stdio`'s line limit is not read whole (its bytes are dropped as they arrive),
 but its request still deserves an answer with its own id, so the client's call fails at once instead of waiting
-for its timeout. `leading_id` finds the object's top-level `"id"` in the bytes kept (the first `max_line_bytes`)
-without parsing the rest: it walks the members in order, skipping each value whole (strings with their escapes,
-nested objects and arrays), and gives up (None) on anything it cannot be sure of — a cut value, a malformed
-member — so it never names an id that is not the message's own. A key written with escapes (`"\\u0069d"`) is
-decoded as JSON would decode it.
+for its timeout. `leading_id` finds the object's top-level `"id"` in the first bytes of the line
+(`StdioLane.refuse` gives it 64 KiB) without parsing the rest: it walks the members in order, skipping each value
+whole (strings with their escapes, nested objects and arrays), and gives up (None) on anything it cannot be sure
+of — a cut value, a malformed member — so it never names an id that is not the message's own. A key written with
+escapes (`"\\u0069d"`) is decoded as JSON would decode it.
 """
 
 from __future__ import annotations
