@@ -52,6 +52,14 @@ def call(inv: Invocation, name: str, args: Any = None, call_id: str | None = Non
     return result
 
 
+def assert_big_result_whole(inv: Invocation, tool: str, chars: int) -> None:
+    """Call the fixture's `big` (as `tool`) for `chars` characters: it succeeds and its spilled file holds them all."""
+    result = call(inv, tool, {"chars": chars})
+    assert not result.is_error, result.content
+    saved = result.content.split("The full result is saved at `", 1)[1].split("`", 1)[0]
+    assert len((inv.run_state.workspace_root / saved).read_text()) == chars
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

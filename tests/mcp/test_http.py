@@ -9,7 +9,7 @@ import pytest
 
 from tooldeck.runtime import Runtime
 
-from .conftest import call, write_mcp_json, write_toml
+from .conftest import assert_big_result_whole, call, write_mcp_json, write_toml
 
 
 def test_http_list_call_structured_list_changed(tmp_path: Path, http_fixture: str) -> None:
@@ -42,8 +42,4 @@ def test_a_result_of_several_megabytes_comes_through_on_either_protocol(tmp_path
     1 MiB: a 3 MB result failed as "the connection closed". tooldeck takes an event as large as a stdio line."""
     write_mcp_json(tmp_path, {"web": {"type": "http", "url": http_fixture, "protocol": protocol}})
     with Runtime(tmp_path, records=False) as rt:
-        inv = rt.invocation()
-        result = call(inv, "mcp__web__big", {"chars": 3_000_000})
-        assert not result.is_error, result.content
-        saved = result.content.split("The full result is saved at `", 1)[1].split("`", 1)[0]
-        assert len((inv.run_state.workspace_root / saved).read_text()) == 3_000_000
+        assert_big_result_whole(rt.invocation(), "mcp__web__big", 3_000_000)

@@ -21,7 +21,7 @@ from tooldeck.sources.mcp.login import login
 from tooldeck.sources.mcp.reports import RefreshReport
 from tooldeck.sources.mcp.sse_transport import EndpointRefused, endpoint_url
 
-from .conftest import FIXTURE, PYTHON, call, free_port, start_http, stop, write_mcp_json
+from .conftest import FIXTURE, PYTHON, assert_big_result_whole, call, free_port, start_http, stop, write_mcp_json
 from .fixtures.http_faults import FaultServer
 from .test_oauth import OAUTH_SERVER
 
@@ -106,10 +106,7 @@ def test_a_result_of_several_megabytes_comes_through_sse(sse_fixture: str, tmp_p
     write_mcp_json(tmp_path, {"old": {"url": sse_fixture, "type": "sse"}})
     with Runtime(tmp_path, records=False) as rt:
         inv = rt.invocation()
-        result = call(inv, "mcp__old__big", {"chars": 3_000_000})
-        assert not result.is_error, result.content
-        saved = result.content.split("The full result is saved at `", 1)[1].split("`", 1)[0]
-        assert len((inv.run_state.workspace_root / saved).read_text()) == 3_000_000
+        assert_big_result_whole(inv, "mcp__old__big", 3_000_000)
         assert call(inv, "mcp__old__echo", {"message": "after"}).content == "Echo: after"
 
 
