@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from tooldeck.runtime import Runtime
-from tooldeck.sources.mcp import errors
+from tooldeck.sources.mcp import errors, transport
 from tooldeck.sources.mcp.call_outcome import CALL_RULES, CallFacts, classify_call
 from tooldeck.sources.mcp.classify import classify
 from tooldeck.sources.mcp.evidence import Evidence, HttpReply
@@ -37,8 +37,9 @@ from .conftest import PYTHON, call, fixture_server, pid_gone, poll, write_mcp_js
 
 RAW_RESULTS = Path(__file__).parent / "fixtures" / "raw_results.py"
 UNKNOWN = "The MCP tool may have executed; this call will not be retried."
-ROWS = ["connection_gone", "connection_closed", "request_timeout", "credentials_refused", "server_error",
-        "outer_timeout", "invalid_result", "structured_invalid", "structured_missing", "transport_failed"]
+ROWS = ["connection_gone", "answer_abandoned", "connection_closed", "request_timeout", "credentials_refused",
+        "server_error", "outer_timeout", "invalid_result", "structured_invalid", "structured_missing",
+        "transport_failed"]
 CALL_CODES = {errors.NOT_SENT, errors.CALL_OUTCOME_UNKNOWN, errors.SERVER_ERROR, errors.UNSUPPORTED_RESPONSE,
               errors.AUTH_REQUIRED, errors.AUTH_FORBIDDEN}
 
@@ -75,8 +76,9 @@ def _never(exc: BaseException, stage: Stage) -> Failure:
     raise AssertionError(f"this row must not ask what {exc!r} means for the server")
 
 
-def _facts(exc: Exception, diagnose: Any = _never, reply: HttpReply | None = None) -> CallFacts:
-    return CallFacts(exc, "fx", "echo", 5.0, reply, diagnose)
+def _facts(exc: Exception, diagnose: Any = _never, reply: HttpReply | None = None,
+           connected: bool = False) -> CallFacts:
+    return CallFacts(exc, "fx", "echo", 5.0, reply, diagnose, connected=connected)
 
 
 # -- not sent ---------------------------------------------------------------------------------------
@@ -96,6 +98,26 @@ def test_connection_gone(tmp_path: Path) -> None:
 
 
 # -- sent, no answer --------------------------------------------------------------------------------
+
+
+def test_answer_abandoned(tmp_path: Path, http_fixture: str, monkeypatch: pytest.MonkeyPatch,
+                          debug_log: pytest.LogCaptureFixture) -> None:
+    """On streamable HTTP the SDK's client answers a call whose event went over the bound with a "connection
+    closed" error of its own while the connection stays up. That call's outcome is unknown, with the SDK's reason;
+    the server is not reported stopped (before: "the connection closed", and `mcp.connection_lost` on the server)."""
+    monkeypatch.setattr(transport, "MAX_MESSAGE_BYTES", 1 << 20)
+    write_mcp_json(tmp_path, {"web": {"type": "http", "url": http_fixture, "protocol": "legacy"}})
+    with Runtime(tmp_path, records=False) as rt:
+        inv = rt.invocation()
+        result = call(inv, "mcp__web__big", {"chars": 2_000_000})
+        assert _decided(debug_log) == ["answer_abandoned"]
+        assert result.error_code == "mcp.call_outcome_unknown", result.content
+        assert "exceeded the 1048576 byte limit" in result.content
+        assert "connection closed" not in result.content
+        assert rt.mcp is not None
+        [status] = rt.mcp.status()
+        assert status.failure is None and status.state == "connected"
+        assert call(inv, "mcp__web__echo", {"message": "after"}).content == "Echo: after"
 
 
 def test_connection_closed(rt: Runtime, debug_log: pytest.LogCaptureFixture) -> None:
@@ -237,6 +259,7 @@ def _failure(exc: BaseException, stage: Stage) -> Failure:
 
 _MAKERS = {
     "connection_gone": lambda text: ConnectFailed(_failure(OSError(text), "connect")),
+    "answer_abandoned": lambda text: MCPError(mcp_types.CONNECTION_CLOSED, text),
     "connection_closed": lambda text: MCPError(mcp_types.CONNECTION_CLOSED, text),
     "request_timeout": lambda text: MCPError(mcp_types.REQUEST_TIMEOUT, text),
     "server_error": lambda text: MCPError(mcp_types.INTERNAL_ERROR, text),
@@ -257,7 +280,7 @@ def test_message_text_never_decides(row: str, text: str) -> None:
     text (`structured_missing`) does, and only for a bare RuntimeError."""
     if "did not return structured content" in text:
         text = "-"
-    outcome = classify_call(_facts(_MAKERS[row](text), _failure))
+    outcome = classify_call(_facts(_MAKERS[row](text), _failure, connected=row == "answer_abandoned"))
     assert outcome.rule == row
     assert outcome.output.error_code in CALL_CODES and outcome.output.is_error
 

@@ -43,3 +43,4 @@ def test_a_result_of_several_megabytes_comes_through_on_either_protocol(tmp_path
     write_mcp_json(tmp_path, {"web": {"type": "http", "url": http_fixture, "protocol": protocol}})
     with Runtime(tmp_path, records=False) as rt:
         assert_big_result_whole(rt.invocation(), "mcp__web__big", 3_000_000)
+

@@ -49,6 +49,8 @@ class CallFacts:
     """The HTTP reply that explains the failure (`Evidence.decisive_reply`); None for stdio or none."""
     diagnose: Callable[[BaseException, Stage], Failure]
     """What an exception means for the server, with the evidence its connection gathered (`classify.py`)."""
+    connected: bool = False
+    """The call's connection was still up after the exception (`ServerConnection.alive`)."""
     _failure: Failure | None = field(default=None, repr=False)
 
     @property
@@ -93,6 +95,12 @@ def _no_answer(f: CallFacts) -> Then:
 def _connection_gone(f: CallFacts) -> Then:
     assert isinstance(f.exc, ConnectFailed)
     return connect_failed(f.server, f.tool, f.exc.failure), f.exc.failure, False
+
+
+def _answer_abandoned(f: CallFacts) -> Then:
+    assert isinstance(f.exc, MCPError)
+    why = f"its answer did not come through: {f.exc.error.message[:300]}"
+    return outcome_unknown(f.server, f.tool, why), None, False
 
 
 def _connection_closed(f: CallFacts) -> Then:
@@ -147,7 +155,10 @@ def _transport_failed(f: CallFacts) -> Then:
 CALL_RULES: tuple[CallRule, ...] = (
     # Not sent: the session ended before the request was written.
     CallRule("connection_gone", lambda f: isinstance(f.exc, ConnectFailed), _connection_gone),
-    # Sent, and the session ended or the SDK's clock ran out: the tool may have run.
+    # Sent, and the session ended or the SDK's clock ran out: the tool may have run. A "connection closed" while the
+    # connection is still up is the SDK giving up on this one request (over streamable HTTP: its response stream
+    # failed or ended without the answer, e.g. an event over the size bound); the server itself is fine.
+    CallRule("answer_abandoned", lambda f: f.mcp_code == CONNECTION_CLOSED and f.connected, _answer_abandoned),
     CallRule("connection_closed", _mcp_code(CONNECTION_CLOSED), _connection_closed),
     CallRule("request_timeout", _mcp_code(REQUEST_TIMEOUT), _no_answer),
     # An answer: the HTTP server refused the credentials before the tool ran, or a JSON-RPC error.

@@ -110,7 +110,7 @@ class Calls:
                 result = await conn.call_tool(native, args, timeout, peer)
         except Exception as exc:
             outcome = classify_call(CallFacts(exc, server, native, timeout, conn.evidence.decisive_reply(),
-                                              conn.classify))
+                                              conn.classify, connected=conn.alive()))
             log.debug("MCP server `%s`: the call to `%s` raised %s: outcome %s (%s)", server, native, describe(exc),
                       outcome.rule, outcome.output.error_code)
             if outcome.failure is not None:

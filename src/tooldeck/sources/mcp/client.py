@@ -81,6 +81,9 @@ class ServerConnection:
         client = self.client
         if client is None or self._holder is None or self._holder.done():
             return False
+        raw = self._raw
+        if raw is None or raw.channel is None or raw.channel.ended:  # its read stream ended (before the SDK sees it)
+            return False
         # mcp 2.3 exposes no public "is closed": the JSON-RPC dispatcher flags EOF of the transport.
         dispatcher = getattr(client.session, "_dispatcher", None)
         return not getattr(dispatcher, "_closed", False)

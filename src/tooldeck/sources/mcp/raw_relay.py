@@ -143,6 +143,11 @@ class RawChannel:
             _report(on_progress, params.get("progress"), params.get("total"), params.get("message")))
         return True
 
+    @property
+    def ended(self) -> bool:
+        """The read stream ended or was closed: no answer can come any more."""
+        return self._closed
+
     def _ended(self) -> None:
         on_end, self.on_end = self.on_end, None
         if on_end is not None:
