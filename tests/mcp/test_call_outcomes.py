@@ -112,7 +112,8 @@ def test_answer_abandoned(tmp_path: Path, http_fixture: str, monkeypatch: pytest
         result = call(inv, "mcp__web__big", {"chars": 2_000_000})
         assert _decided(debug_log) == ["answer_abandoned"]
         assert result.error_code == "mcp.call_outcome_unknown", result.content
-        assert "exceeded the 1048576 byte limit" in result.content
+        assert "its answer did not come through: SSE stream failed: Server-sent event exceeded the 1048576 byte " \
+               "limit. The MCP tool may have executed" in result.content
         assert "connection closed" not in result.content
         assert rt.mcp is not None
         [status] = rt.mcp.status()

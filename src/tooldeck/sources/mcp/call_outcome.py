@@ -99,7 +99,7 @@ def _connection_gone(f: CallFacts) -> Then:
 
 def _answer_abandoned(f: CallFacts) -> Then:
     assert isinstance(f.exc, MCPError)
-    why = f"its answer did not come through: {f.exc.error.message[:300]}"
+    why = f"its answer did not come through: {f.exc.error.message[:300].rstrip('. ')}"
     return outcome_unknown(f.server, f.tool, why), None, False
 
 
