@@ -7,7 +7,8 @@ to the call), never at message text, but for the one row where the SDK gives not
 
 The order is the precedence, and it encodes what tooldeck knows about the request:
 
-- not sent: the connection was gone before the request was written (`ConnectFailed`): safe to repeat;
+- not sent: the connection was gone before the request was written, or no connection to the server could be
+  made for its HTTP POST (`ConnectFailed`, from `raw_relay.RequestNotSent`): safe to repeat;
 - an answer: the HTTP server refused the call's credentials (401/403: the tool did not run), a
   JSON-RPC error (`mcp.server_error`), an answer that is not a valid tool result
   (`mcp.unsupported_response`);
@@ -153,7 +154,7 @@ def _transport_failed(f: CallFacts) -> Then:
 
 
 CALL_RULES: tuple[CallRule, ...] = (
-    # Not sent: the session ended before the request was written.
+    # Not sent: the session ended before the request was written, or its POST found no server to connect to.
     CallRule("connection_gone", lambda f: isinstance(f.exc, ConnectFailed), _connection_gone),
     # Sent, and the session ended or the SDK's clock ran out: the tool may have run. A "connection closed" while the
     # connection is still up is the SDK giving up on this one request (over streamable HTTP: its response stream

@@ -36,7 +36,7 @@ from tooldeck.sources.mcp.config import Endpoint
 from tooldeck.sources.mcp.evidence import STDERR_READ_BYTES, Evidence, last_lines
 from tooldeck.sources.mcp.failures import ConnectFailed, Failure, Stage, Target, describe
 from tooldeck.sources.mcp.output_check import OutputChecks
-from tooldeck.sources.mcp.raw_relay import ProgressFn, RawChannel, RawTransport
+from tooldeck.sources.mcp.raw_relay import ProgressFn, RawChannel, RawTransport, RequestNotSent
 from tooldeck.sources.mcp.transport import open_transport, raw_line
 
 log = logging.getLogger("tooldeck.mcp")
@@ -188,7 +188,8 @@ class ServerConnection:
             # ended) ends the holder as `stop` does: the process and its pipes go now, not at the next connect.
             ended = asyncio.Event()
             transport = self._raw = RawTransport(open_transport(self.endpoint, errlog, self.connect_timeout,
-                                                                self.evidence), on_end=ended.set)
+                                                                self.evidence), on_end=ended.set,
+                                                 unsent=self.evidence.unsent.get)
             cb = self.callbacks
             client = Client(transport, mode=self.protocol, cache=None, client_info=CLIENT_INFO,
                             message_handler=self._on_message, sampling_callback=cb.sampling,
@@ -272,6 +273,8 @@ class ServerConnection:
         session = client.session
         try:
             raw = await channel.call(session._stamp, name, arguments, timeout, meta, on_progress)  # type: ignore[arg-type]
+        except RequestNotSent as exc:  # no connection could be made for it: a call that was never sent
+            raise ConnectFailed(self.classify(exc.cause, "session")) from exc
         except MCPError as exc:
             if exc.code != HEADER_MISMATCH or client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 raise

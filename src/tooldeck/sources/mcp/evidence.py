@@ -83,6 +83,9 @@ class HttpReply:
                 "location": self.location}
 
 
+MAX_UNSENT = 16
+
+
 @dataclass(slots=True)
 class Evidence:
     replies: list[HttpReply] = field(default_factory=list)
@@ -93,12 +96,21 @@ class Evidence:
     message_too_large: int | None = None
     """The limit one message of the server went over, and the connection was closed for: a line on a stdio
     server's stdout (`stdio_pipes.MAX_LINE_BYTES`) or an HTTP response body (`transport.MAX_MESSAGE_BYTES`)."""
+    unsent: dict[str, BaseException] = field(default_factory=dict)
+    """JSON-RPC request id → the error that kept its POST from leaving: no connection to the server could be made
+    (`transport.ObservedClient`), so nothing of it reached the server (the last few)."""
 
     def clear(self) -> None:
         self.replies.clear()
         self.noise.clear()
         self.stderr.clear()
         self.message_too_large = None
+        self.unsent.clear()
+
+    def add_unsent(self, request_id: str, error: BaseException) -> None:
+        if len(self.unsent) >= MAX_UNSENT:
+            del self.unsent[next(iter(self.unsent))]
+        self.unsent[request_id] = error
 
     def add_reply(self, reply: HttpReply) -> None:
         """A reply that was not a plain MCP success (see `succeeded` for those)."""

@@ -53,6 +53,15 @@ ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 Stamp = Callable[[dict[str, Any], dict[str, Any]], None]
 
 
+class RequestNotSent(Exception):
+    """The connection closed before the request's answer, and its transport knows the request never left: no
+    connection to the server could be made for it (`cause`). Nothing of it reached the server."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"the request was not sent: {cause!r}")
+        self.cause = cause
+
+
 class RawChannel:
     """The read stream a `JSONRPCDispatcher` reads, minus the replies to `call`'s requests.
 
@@ -60,11 +69,13 @@ class RawChannel:
     around the transport's read stream; `call` writes on the transport's write stream.
     """
 
-    __slots__ = ("_closed", "_ids", "_inner", "_pending", "_progress", "_send_raw", "_write", "on_end")
+    __slots__ = ("_closed", "_ids", "_inner", "_pending", "_progress", "_send_raw", "_write", "on_end", "unsent")
 
     def __init__(self, read_stream: Any, write_stream: Any) -> None:
         self.on_end: Callable[[], None] | None = None
         """Called once when the read stream ends or is closed (the connection is over, whoever ended it)."""
+        self.unsent: Callable[[str], BaseException | None] | None = None
+        """For a request id: the error that kept the request from leaving at all (`Evidence.unsent`), if any."""
         self._inner = read_stream
         self._write = write_stream
         self._pending: dict[str, asyncio.Future[dict[str, Any] | MCPError]] = {}
@@ -229,6 +240,7 @@ class RawChannel:
                     message = JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params=params)
                     await self._write.send(SessionMessage(message, metadata))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._raise_if_unsent(request_id)  # the transport took it, tried, and could not connect
                 raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
             try:
                 async with Deadline(timeout):  # one timer per loop for every call's deadline (deadline.py)
@@ -236,6 +248,10 @@ class RawChannel:
             except TimeoutError:
                 await self._cancel(request_id, f"timed out after {timeout}s")
                 raise MCPError(code=REQUEST_TIMEOUT, message="Request 'tools/call' timed out") from None
+            except MCPError as exc:  # the read stream ended (`_ended`)
+                if exc.code == CONNECTION_CLOSED:
+                    self._raise_if_unsent(request_id)
+                raise
         except asyncio.CancelledError:
             if written:
                 await asyncio.shield(self._cancel(request_id, "caller cancelled"))
@@ -244,8 +260,16 @@ class RawChannel:
             self._pending.pop(request_id, None)
             self._progress.pop(request_id, None)
         if isinstance(reply, MCPError):
+            if reply.code == CONNECTION_CLOSED:
+                self._raise_if_unsent(request_id)
             raise reply
         return reply
+
+    def _raise_if_unsent(self, request_id: str) -> None:
+        """`RequestNotSent` when the transport knows the request never left (`unsent`)."""
+        cause = self.unsent(request_id) if self.unsent is not None else None
+        if cause is not None:
+            raise RequestNotSent(cause) from cause
 
     async def _cancel(self, request_id: str, reason: str) -> None:
         """The courtesy `notifications/cancelled` (the streamable-HTTP transport turns it into closing the POST)."""
@@ -268,10 +292,13 @@ async def _report(on_progress: ProgressFn, progress: Any, total: Any, message: A
 class RawTransport:
     """The connection's transport with a `RawChannel` in front of its read stream (`channel` while open)."""
 
-    def __init__(self, inner: Any, on_end: Callable[[], None] | None = None) -> None:
+    def __init__(self, inner: Any, on_end: Callable[[], None] | None = None,
+                 unsent: Callable[[str], BaseException | None] | None = None) -> None:
         self._inner = inner
         self._on_end = on_end
         """Called when the channel's read stream ends (`RawChannel.on_end`)."""
+        self._unsent = unsent
+        """`RawChannel.unsent`."""
         self.channel: RawChannel | None = None
 
     async def __aenter__(self) -> tuple[RawChannel, Any]:
@@ -279,6 +306,7 @@ class RawTransport:
         try:
             self.channel = RawChannel(read_stream, write_stream)
             self.channel.on_end = self._on_end
+            self.channel.unsent = self._unsent
         except BaseException as exc:  # the transport is open (a server process may run): close it
             await self._inner.__aexit__(type(exc), exc, exc.__traceback__)
             raise

@@ -76,17 +76,42 @@ async def _stdio_transport(params: StdioServerParameters, errlog: IO[str],
         yield streams
 
 
-def _jsonrpc_method(request: httpx2.Request) -> str:
-    """The JSON-RPC method a POST carries (read from its already-encoded body), or ""."""
+def _jsonrpc_body(request: httpx2.Request) -> dict[str, Any]:
+    """The JSON-RPC message a POST carries (read from its already-encoded body, when small), or {}."""
     try:
         body = request.content
         if len(body) > 64 * 1024:
-            return ""
+            return {}
         data = orjson.loads(body)
     except (httpx2.RequestNotRead, orjson.JSONDecodeError):
-        return ""
-    method = data.get("method") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _jsonrpc_method(request: httpx2.Request) -> str:
+    """The JSON-RPC method a POST carries, or ""."""
+    method = _jsonrpc_body(request).get("method")
     return method if isinstance(method, str) else ""
+
+
+class ObservedClient(httpx2.AsyncClient):
+    """The HTTP client of an MCP connection: notes in its `Evidence` each request POST that could not leave
+    because no connection to the server could be made (`httpx2.ConnectError`: the request's bytes were never
+    written). The SDK's client reports such a request only as "connection closed", like one that was sent."""
+
+    def __init__(self, evidence: Evidence, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._evidence = evidence
+
+    async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        try:
+            return await super().send(request, **kwargs)
+        except httpx2.ConnectError as exc:
+            if request.method == "POST":
+                request_id = _jsonrpc_body(request).get("id")
+                if isinstance(request_id, str):
+                    self._evidence.add_unsent(request_id, exc)
+            raise
 
 
 def response_observer(evidence: Evidence, *, stream_get: bool = False) -> Callable[[httpx2.Response], Awaitable[None]]:
@@ -148,7 +173,7 @@ def bounded_bodies(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[
 async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
                           evidence: Evidence, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
-    async with (httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks={
+    async with (ObservedClient(evidence, headers=headers, timeout=timeout, auth=auth, event_hooks={
                     "response": [response_observer(evidence), bounded_bodies(evidence)]}) as http,
                 streamable_http_client(url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES) as streams):
         yield streams
@@ -161,10 +186,10 @@ async def _sse_transport(url: str, headers: dict[str, str], connect_timeout: flo
     messages to, its events bounded like a streamable HTTP server's."""
 
     def client() -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(headers=headers, auth=auth,
-                                  timeout=httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S),
-                                  event_hooks={"response": [response_observer(evidence, stream_get=True),
-                                                            bounded_bodies(evidence)]})
+        return ObservedClient(evidence, headers=headers, auth=auth,
+                              timeout=httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S),
+                              event_hooks={"response": [response_observer(evidence, stream_get=True),
+                                                        bounded_bodies(evidence)]})
 
     async with sse_streams(url, client, MAX_MESSAGE_BYTES, evidence) as streams:
         yield streams
