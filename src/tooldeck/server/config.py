@@ -17,6 +17,8 @@ from tooldeck.sources.mcp.config import expand
 CONFIG_FILE = "tooldeck.toml"
 CONFIG_INVALID = "serve.config_invalid"
 MIB = 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = 64 * MIB
+"""`max_line_bytes`: the longest line (one JSON-RPC message) a `--stdio` client may send."""
 
 
 class ServeConfig(BaseModel):
@@ -38,7 +40,7 @@ class ServeConfig(BaseModel):
     """Request line plus headers."""
     max_body_bytes: int = Field(4 * MIB, ge=1024, le=1024 * MIB)
     """One request body."""
-    max_line_bytes: int = Field(64 * MIB, ge=1024, le=1024 * MIB)
+    max_line_bytes: int = Field(DEFAULT_MAX_LINE_BYTES, ge=1024, le=1024 * MIB)
     """One line (one JSON-RPC message) a `--stdio` client sends."""
     max_sessions: int = Field(256, ge=1, le=1_000_000)
     """Open MCP sessions (handshake-era HTTP clients); at the cap the least recently used idle one is closed."""

@@ -31,14 +31,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from tooldeck.jsonrpc_lines import LineMessages
-from tooldeck.server.stdio_lane import StdioLane
+from tooldeck.server.config import DEFAULT_MAX_LINE_BYTES
+from tooldeck.server.stdio_lane import REFUSED_HEAD_BYTES, StdioLane
 
 _QUEUED_MAX = 1 << 20
 """Bytes of stdin waiting for the SDK's reader before reading pauses (the pipe then fills and the client waits)."""
 _FLUSH_S = 1.0
 """How long the replies still buffered at exit may take to reach a client that reads slowly."""
-DEFAULT_MAX_LINE_BYTES = 64 << 20
-"""The longest line (one JSON-RPC message) a client may send, unless `[serve] max_line_bytes` says otherwise."""
 
 
 def _watchable(fd: int) -> bool:
@@ -114,7 +113,7 @@ class Inbound(asyncio.Protocol):
         buffer += data
         if b"\n" not in data:
             if len(buffer) > self.max_line_bytes:
-                self._too_long(lane, bytes(buffer), ended=False)
+                self._too_long(lane, buffer, ended=False)
             return
         *lines, rest = bytes(buffer).split(b"\n")
         buffer[:] = rest
@@ -128,12 +127,12 @@ class Inbound(asyncio.Protocol):
             left.append(b"")
             self._queue(b"\n".join(left))
         if len(buffer) > self.max_line_bytes:
-            self._too_long(lane, bytes(buffer), ended=False)
+            self._too_long(lane, buffer, ended=False)
 
-    def _too_long(self, lane: StdioLane, line: bytes, *, ended: bool) -> None:
-        """A line over the limit: refused (`StdioLane.refuse`, from its first bytes); a line not ended yet is
-        dropped as it goes on, so it is never held."""
-        lane.refuse(line[:self.max_line_bytes], self.max_line_bytes)
+    def _too_long(self, lane: StdioLane, line: bytes | bytearray, *, ended: bool) -> None:
+        """A line over the limit: refused (`StdioLane.refuse`, from its first bytes, the only ones copied); a line
+        not ended yet is dropped as it goes on, so it is never held."""
+        lane.refuse(bytes(line[:REFUSED_HEAD_BYTES]), self.max_line_bytes)
         if not ended:
             self._buffer.clear()
             self._dropping = True

@@ -62,7 +62,7 @@ logger = logging.getLogger("tooldeck.serve")
 
 MESSAGE_TOO_LARGE = "serve.message_too_large"
 """`data.code` of the error that answers a line over `[serve] max_line_bytes` (`StdioLane.refuse`)."""
-_ID_SCAN_BYTES = 64 * 1024
+REFUSED_HEAD_BYTES = 64 * 1024
 """How far into a refused line its id is looked for (clients write it before the params; a scan of the whole
 line, byte by byte, would hold the event loop for seconds)."""
 LANE_PREFIX = "tooldeck-lane-"
@@ -183,7 +183,7 @@ class StdioLane:
         """A line over `limit` bytes (`head`: its first bytes; the rest is never read): answered with a JSON-RPC
         error under the request's own id when its first 64 KiB name it (`line_head.leading_id`), else under a null id,
         as JSON-RPC has it for a request whose id cannot be read."""
-        request_id = leading_id(head[:_ID_SCAN_BYTES])
+        request_id = leading_id(head[:REFUSED_HEAD_BYTES])
         logger.warning("refused a message of more than %d bytes from the client (id %r): [serve] max_line_bytes",
                        limit, request_id)
         if self._closed:

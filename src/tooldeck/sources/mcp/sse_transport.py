@@ -12,7 +12,7 @@ origin) with the limit given by the caller: past it the connection ends and the 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -29,7 +29,6 @@ from tooldeck.sources.mcp.evidence import Evidence
 
 log = logging.getLogger("tooldeck.mcp")
 
-ClientFactory = Callable[[], httpx2.AsyncClient]
 Inbound = MemoryObjectSendStream[SessionMessage | Exception]
 
 
@@ -47,12 +46,12 @@ def endpoint_url(stream_url: str, data: str) -> str:
 
 
 @asynccontextmanager
-async def sse_streams(url: str, client: ClientFactory, max_event_bytes: int,
+async def sse_streams(url: str, http: httpx2.AsyncClient, max_event_bytes: int,
                       evidence: Evidence) -> AsyncIterator[tuple[Any, Any]]:
-    """(read stream, write stream) of SessionMessages over the HTTP+SSE transport at `url`: the GET stream's
-    `message` events in, each written message POSTed to the endpoint the server named. Yields once the
+    """(read stream, write stream) of SessionMessages over the HTTP+SSE transport at `url`, on `http`: the GET
+    stream's `message` events in, each written message POSTed to the endpoint the server named. Yields once the
     `endpoint` event arrived."""
-    async with client() as http, sse_within_origin(http, url, max_event_size=max_event_bytes) as events:
+    async with sse_within_origin(http, url, max_event_size=max_event_bytes) as events:
         events.response.raise_for_status()
         inbound, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, outbound = anyio.create_memory_object_stream[SessionMessage](0)
@@ -88,7 +87,8 @@ async def _read(events: httpx2.EventSource, url: str, inbound: Inbound, max_even
                 elif event.event not in ("message", "endpoint"):
                     log.debug("ignored an SSE event of type %r from %s", event.event, url)
     except httpx2.SSEError as exc:
-        if "byte limit" in str(exc):  # httpx2's event size limit (its other SSEError is a wrong content type)
+        # httpx2 raises SSEError for a stream that is not an event stream, or for an event over the bound
+        if "text/event-stream" in events.response.headers.get("content-type", ""):
             evidence.message_too_large = max_event_bytes
         if not started:
             raise

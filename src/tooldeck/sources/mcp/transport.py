@@ -169,12 +169,20 @@ def bounded_bodies(evidence: Evidence) -> Callable[[httpx2.Response], Awaitable[
     return bound
 
 
+def _client(evidence: Evidence, headers: dict[str, str], connect_timeout: float, auth: httpx2.Auth | None, *,
+            stream_get: bool = False) -> ObservedClient:
+    """The HTTP client of one connection: its replies observed and bounded (`response_observer`,
+    `bounded_bodies`), its unsent requests noted (`ObservedClient`)."""
+    return ObservedClient(evidence, headers=headers, auth=auth,
+                          timeout=httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S),
+                          event_hooks={"response": [response_observer(evidence, stream_get=stream_get),
+                                                    bounded_bodies(evidence)]})
+
+
 @asynccontextmanager
 async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
                           evidence: Evidence, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
-    timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S)
-    async with (ObservedClient(evidence, headers=headers, timeout=timeout, auth=auth, event_hooks={
-                    "response": [response_observer(evidence), bounded_bodies(evidence)]}) as http,
+    async with (_client(evidence, headers, connect_timeout, auth) as http,
                 streamable_http_client(url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES) as streams):
         yield streams
 
@@ -184,12 +192,6 @@ async def _sse_transport(url: str, headers: dict[str, str], connect_timeout: flo
                          auth: httpx2.Auth | None) -> AsyncIterator[Any]:
     """The 2024-11-05 HTTP+SSE transport (`sse_transport.py`): a GET event stream that names the URL to POST
     messages to, its events bounded like a streamable HTTP server's."""
-
-    def client() -> httpx2.AsyncClient:
-        return ObservedClient(evidence, headers=headers, auth=auth,
-                              timeout=httpx2.Timeout(connect_timeout, read=_HTTP_READ_TIMEOUT_S),
-                              event_hooks={"response": [response_observer(evidence, stream_get=True),
-                                                        bounded_bodies(evidence)]})
-
-    async with sse_streams(url, client, MAX_MESSAGE_BYTES, evidence) as streams:
+    async with (_client(evidence, headers, connect_timeout, auth, stream_get=True) as http,
+                sse_streams(url, http, MAX_MESSAGE_BYTES, evidence) as streams):
         yield streams
