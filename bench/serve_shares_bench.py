@@ -2,10 +2,12 @@
 
 The official client calls the fixture server's `echo` (round-robin, medians of batches): directly; through the
 do-nothing line relay (`bench/line_relay.py`: the floor of any process in the middle); through `tooldeck serve`
-(records on, its default); through serve with `--no-records`; and through serve with the SDK server kernel's
-per-version checks of a `tools/call` stubbed out (`bench/serve_stubbed.py`, a diagnostic: those checks are the
-protocol's). Each prints its wall time per call as a ratio to the direct call, the CPU per call of the process in
-the middle and of the fixture behind it (the scheduler's nanoseconds, every thread).
+(records on, its default); through serve with `--no-records`; through serve with the SDK server kernel's
+per-version checks of a `tools/call` stubbed out; and through serve with all of tooldeck's own work on a call
+stubbed out, the lane handing each call straight to the upstream connection (the floor of serve's own process).
+The stubs are `bench/serve_stubbed.py`'s, diagnostics only: what they leave out is the protocol's or tooldeck's.
+Each prints its wall time per call as a ratio to the direct call, the CPU per call of the process in the middle
+and of the fixture behind it (the scheduler's nanoseconds, every thread).
 
     python -m bench.serve_shares_bench
 """
@@ -54,7 +56,8 @@ async def measure(tmp: Path) -> tuple[dict[str, float], dict[str, float], dict[s
         await add_direct(stack, variants, fixture)
         await add_relay(stack, "relay", variants, middle, fixture)
         for name, extra, stub in (("serve", [], None), ("serve --no-records", ["--no-records"], None),
-                                  ("serve, SDK checks stubbed", [], "sdk-checks")):
+                                  ("serve, SDK checks stubbed", [], "sdk-checks"),
+                                  ("serve, tooldeck's work stubbed", [], "tooldeck-work")):
             home = tmp / name.replace(" ", "_").replace(",", "")
             _runtime(home, {"command": PY, "args": [str(FIXTURE)]}).close()
             (home / "profile.toml").write_text('loading = "eager"\n')  # tools called by name
@@ -82,6 +85,13 @@ def main() -> None:
           f"{served - middle['serve, SDK checks stubbed']:.0f} µs; the fixture behind serve "
           f"{fixture['serve'] - fixture['direct']:+.0f} µs, behind the relay "
           f"{fixture['relay'] - fixture['direct']:+.0f} µs against direct")
+    stubbed = "serve, tooldeck's work stubbed"
+    floor = wall[stubbed] / wall["direct"]
+    work = (wall["serve"] - wall[stubbed]) / wall["direct"]
+    print(f"  the floor of serve's process (tooldeck's work stubbed): {floor:.2f}× direct, its CPU "
+          f"{middle[stubbed]:.0f} µs/call; tooldeck's work on top of it: {work:.2f}× of a direct call "
+          f"({served - middle[stubbed]:.0f} µs/call of serve's CPU); under the 1.5× target it may take "
+          f"{1.5 - floor:.2f}×")
 
 
 if __name__ == "__main__":
