@@ -42,6 +42,8 @@ def _without_sdk_checks() -> None:
 def _without_tooldeck_work() -> None:
     import asyncio
 
+    from mcp_types import INTERNAL_ERROR
+
     from tooldeck.server.lane_kernel import tool_call
     from tooldeck.server.stdio_lane import StdioLane
     from tooldeck.sources.mcp.client import ServerConnection
@@ -66,7 +68,12 @@ def _without_tooldeck_work() -> None:
 
         async def relay() -> None:
             raw = conn._raw.channel  # type: ignore[union-attr]
-            result = await raw.call(conn.client.session._stamp, native, params.get("arguments"), 30.0)  # type: ignore[union-attr]
+            try:
+                result = await raw.call(conn.client.session._stamp, native, params.get("arguments"), 30.0)  # type: ignore[union-attr]
+            except Exception as exc:  # answered, so that the bench fails on it instead of waiting forever
+                await self.write({"jsonrpc": "2.0", "id": request_id,
+                                  "error": {"code": INTERNAL_ERROR, "message": f"bare relay: {exc!r}"}})
+                return
             await self.write({"jsonrpc": "2.0", "id": request_id, "result": result})
 
         task = asyncio.get_running_loop().create_task(relay())
